@@ -1,0 +1,342 @@
+"""The engine: applies the effective policy at every patched call site while the CRNG is unready.
+
+:mod:`urandom_shim._startup` hands over to :func:`start_unready` when the start-up probe finds the kernel CRNG
+uninitialised (or a simulation says so). The engine reads the configuration, installs the patches, and takes them all
+out again the moment the CRNG is ready, so every call site returns to the interpreter's own code and speed.
+
+This module also holds the runtime API that :mod:`urandom_shim` re-exports.
+"""
+
+from __future__ import annotations
+
+import sys
+from _thread import _local
+
+from . import _config, _patching, _readiness, _simulation, _startup
+from ._messages import emit
+from ._policies import (
+    BEST_EFFORT,
+    NATIVE,
+    PEP522,
+    RAISE,
+    SEED_INSTANCE,
+    SEED_NEW,
+    UNTOUCHED,
+    URANDOM,
+    WAIT,
+    Setting,
+    Settings,
+    action,
+)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any, Callable
+
+PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
+ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardware RNG, or a seed file)"
+
+
+class Engine:
+    """Holds the settings and the undo log, and answers each patched call while the CRNG is unready."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.engaged = False
+        self.patcher = _patching.Patcher()
+        self._local = _local()
+        self._warned: set[str] = set()
+        self._callbacks: list[Callable[[ModuleType], None]] = []
+
+    # -- install and undo ----------------------------------------------------------------------------------------
+
+    def engage(self) -> None:
+        """Install the policy, unless the CRNG is already ready (then nothing needs changing)."""
+        if self.engaged or self.settings.policy_value is NATIVE or _readiness.is_ready():
+            return
+        import os
+
+        self.engaged = True
+        patcher = self.patcher
+        patcher.set(os, "urandom", _patching.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom"))
+        _patching.patch_all_loaded_aliases(self, patcher)
+        for name, patch in (
+            ("random", _patching.patch_random),
+            ("secrets", _patching.patch_secrets),
+            ("urllib.request", _patching.patch_aliases),
+        ):
+            callback = self._module_callback(patch)
+            self._callbacks.append(callback)
+            _startup.after_import(name, callback)
+        _readiness.on_ready(self.disengage)
+
+    def _module_callback(self, patch: Callable[[Engine, _patching.Patcher, ModuleType], None]) -> Callable[..., None]:
+        def callback(module: ModuleType) -> None:
+            if self.engaged:
+                patch(self, self.patcher, module)
+
+        return callback
+
+    def disengage(self) -> None:
+        """Restore every original. Runs on the transition to ready, and on :func:`deactivate`."""
+        self.engaged = False
+        for callback in self._callbacks:
+            _startup.cancel_after_import(callback)
+        self._callbacks.clear()
+        self.patcher.undo()
+
+    # -- what call sites ask ---------------------------------------------------------------------------------------
+
+    def ready(self) -> bool:
+        return _readiness.is_ready()
+
+    def urandom(
+        self, original: Callable[..., bytes], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> bytes:
+        """os.urandom (or an alias) called while unready. Invalid arguments fail exactly as the interpreter's own."""
+        if kwargs or len(args) != 1:
+            return original(*args, **kwargs)  # the interpreter raises its own TypeError
+        size = args[0]
+        if type(size) is not int:
+            import operator
+
+            try:
+                size = operator.index(size)
+            except TypeError:
+                return original(*args)  # the interpreter raises its own TypeError
+        if size < 0 or size > sys.maxsize:
+            return original(size)  # ValueError or OverflowError, raised before any read
+        context = getattr(self._local, "site", None)
+        if context is None:
+            user = _patching.ALIAS_USERS.get(name)
+            site, call = URANDOM, f"{name}({size})" + (f" (from {user})" if user else "")
+        else:
+            site, call = context
+        return self._perform(site, call, size, lambda: original(size))
+
+    def within_site(
+        self, site: str, label: str, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        """Run ``original`` (a secrets function) so that its inner os.urandom calls follow ``site``'s row."""
+        local = self._local
+        if getattr(local, "site", None) is not None:  # token_hex -> token_bytes: the outermost call names the site
+            return original(*args, **kwargs)
+        local.site = (site, f"{label}()")
+        try:
+            return original(*args, **kwargs)
+        finally:
+            local.site = None
+
+    def seed_value(self, instance: object) -> int | None:
+        """The seed for ``Random.seed(None)`` while unready; None means the interpreter's own seeding (now ready)."""
+        random_module = sys.modules.get("random")
+        is_module_instance = random_module is not None and getattr(random_module, "_inst", None) is instance
+        site = SEED_INSTANCE if is_module_instance else SEED_NEW
+        call = "random.seed(None)" if is_module_instance else f"{type(instance).__name__}() seeding"
+        todo = action(self.settings.policy_value, site, str(self.settings.seed_random_instances.value))
+        if todo == UNTOUCHED:
+            return None
+        if todo == BEST_EFFORT:
+            return _readiness.best_effort_seed()
+        if todo == RAISE:
+            raise self._not_ready_error(call)
+        assert todo == WAIT
+        if self._wait(call):
+            return None
+        return _readiness.best_effort_seed() if self._fallback(call) else None
+
+    def reseed_module_instance(self, random_module: ModuleType) -> None:
+        """``import random`` seeded ``random._inst`` from time and pid (bpo-32580): reseed from the kernel."""
+        inst = getattr(random_module, "_inst", None)
+        todo = action(self.settings.policy_value, SEED_INSTANCE)
+        if inst is not None and todo == BEST_EFFORT and not _readiness.is_ready():
+            inst.seed(_readiness.best_effort_seed())
+
+    # -- the actions -------------------------------------------------------------------------------------------------
+
+    def _perform(self, site: str, call: str, size: int, native: Callable[[], bytes]) -> bytes:
+        todo = action(self.settings.policy_value, site)
+        if todo == UNTOUCHED:
+            return native()
+        if todo == BEST_EFFORT:
+            return _readiness.best_effort_bytes(size)
+        if todo == RAISE:
+            raise self._not_ready_error(call)
+        assert todo == WAIT
+        if self._wait(call) or not self._fallback(call):
+            return native()
+        return _readiness.best_effort_bytes(size)
+
+    def _wait(self, call: str) -> bool:
+        """Wait as configured. True when ready; False when the timeout ran out."""
+        settings = self.settings
+        timeout = settings.timeout.value
+        warn_after = settings.warn_after.value
+        return _readiness.wait(
+            timeout,  # type: ignore[arg-type]
+            warn_after=warn_after,  # type: ignore[arg-type]
+            warn=lambda elapsed: self._warn_waiting(call, elapsed),
+        )
+
+    def _fallback(self, call: str) -> bool:
+        """After a timeout: True to return best-effort bytes (with one warning per call site), else raise."""
+        settings = self.settings
+        if settings.on_timeout.value != "fallback":
+            raise self._timeout_error(call)
+        key = call.partition("(")[0]
+        if key not in self._warned:
+            self._warned.add(key)
+            emit(
+                f"{call}: the kernel's random number generator was still not ready after {settings.timeout.value:g} s "
+                f"(timeout from {settings.timeout.source}), so on_timeout 'fallback' (from "
+                f"{settings.on_timeout.source}) returned best-effort bytes that may be predictable. "
+                f"Set URANDOM_SHIM_ON_TIMEOUT=raise to refuse them, or {ENTROPY_HINT}."
+            )
+        return True
+
+    def _policy_phrase(self) -> str:
+        policy = self.settings.policy
+        return f"urandom-shim policy '{policy.value}' (from {policy.source})"
+
+    def _simulation_note(self) -> str:
+        sim = _simulation.current()
+        if sim is None:
+            return ""
+        return f" (The unready state is simulated by URANDOM_SHIM_SIMULATE={sim.spec}.)"
+
+    def _warn_waiting(self, call: str, elapsed: float) -> None:
+        key = "wait:" + call.partition("(")[0]
+        if key in self._warned:  # one line per call site, not one per thread
+            return
+        self._warned.add(key)
+        fail_fast = "" if self.settings.policy_value is PEP522 else "to fail fast instead set URANDOM_POLICY=pep522; "
+        emit(
+            f"{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
+            f"{self._policy_phrase()}. It returns as soon as the kernel is ready. To change that, {fail_fast}"
+            f"to bound the wait set URANDOM_SHIM_TIMEOUT=SECONDS; to end it, {ENTROPY_HINT}.{self._simulation_note()}"
+        )
+
+    def _not_ready_error(self, call: str) -> BlockingIOError:
+        error = BlockingIOError(
+            f"{PEP522_TEXT}. {call} was called before the kernel's random number generator was initialised, and "
+            f"{self._policy_phrase()} raises instead of waiting. Call secrets.wait_for_system_rng() first, or use "
+            f"the secrets module, which waits; or set URANDOM_POLICY=pep524 to wait here.{self._simulation_note()}"
+        )
+        error.errno = 11  # EAGAIN, as getrandom(GRND_NONBLOCK) reports it
+        return error
+
+    def _timeout_error(self, call: str) -> BlockingIOError:
+        timeout = self.settings.timeout
+        error = BlockingIOError(
+            f"{PEP522_TEXT}. {call} waited {timeout.value:g} s (timeout from {timeout.source}) for the kernel's "
+            f"random number generator, under {self._policy_phrase()}. Raise the timeout, set "
+            f"URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or {ENTROPY_HINT}.{self._simulation_note()}"
+        )
+        error.errno = 11
+        return error
+
+
+_engine: Engine | None = None
+
+
+def start_unready() -> None:
+    """Called by start-up when the CRNG is unready (or simulated so): resolve the configuration and engage."""
+    global _engine
+    _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
+    if _readiness.is_ready():  # e.g. a simulated window that has already closed
+        _startup.add_wait_for_system_rng()
+        return
+    settings, problems = _config.resolve()
+    for problem in problems:
+        emit(problem)
+    _startup.add_wait_for_system_rng()
+    _engine = Engine(settings)
+    _engine.engage()
+
+
+# -- the runtime API ---------------------------------------------------------------------------------------------------
+
+_KEEP: Any = object()
+
+
+def activate(
+    policy: str | None = None,
+    *,
+    timeout: float | None = _KEEP,
+    on_timeout: str = _KEEP,
+    warn_after: float | None = _KEEP,
+    seed_random_instances: str = _KEEP,
+) -> Settings:
+    """Apply a policy in this interpreter from now on, replacing any active one. Returns the effective settings.
+
+    Settings you don't pass come from the configuration (environment variables), as at start-up. Patches are only
+    installed while the CRNG is unready; when it is ready this changes nothing but the settings reported. Raises
+    ValueError for a bad value, naming it and the valid choices.
+    """
+    global _engine
+    base, _problems = _config.resolve()
+    given = {
+        "policy": policy,
+        "timeout": timeout,
+        "on_timeout": on_timeout,
+        "warn_after": warn_after,
+        "seed_random_instances": seed_random_instances,
+    }
+    fields = {}
+    for key, value in given.items():
+        if value is _KEEP or (key == "policy" and value is None):
+            fields[key] = getattr(base, key)
+            continue
+        _variable, parse = _config.KEYS[key]
+        try:
+            fields[key] = Setting(parse(value), "urandom_shim.activate()")
+        except _config.InvalidValue as exc:
+            raise ValueError(f"urandom_shim.activate(): {key}={exc}") from None
+    deactivate()
+    if _startup.activated_by is None:
+        _startup.activated_by = "runtime"
+    _startup.add_wait_for_system_rng()
+    _engine = Engine(Settings(**fields))
+    _engine.engage()
+    return _engine.settings
+
+
+def deactivate() -> None:
+    """Take out every patch and restore every original. ``secrets.wait_for_system_rng`` stays: code may rely on it."""
+    global _engine
+    if _engine is not None:
+        _engine.disengage()
+        _engine = None
+
+
+def current_settings() -> Settings:
+    """The effective policy and options, each with its source. Resolved now if start-up did not need to."""
+    if _engine is not None:
+        return _engine.settings
+    settings, _problems = _config.resolve()
+    return settings
+
+
+def is_engaged() -> bool:
+    """True while patches are installed (the CRNG is unready and the policy is not ``native``)."""
+    return _engine is not None and _engine.engaged
+
+
+def wait_for_system_rng(timeout: float | None = None) -> bool:
+    """See :func:`urandom_shim.wait_for_system_rng`."""
+    if _readiness.is_ready():
+        return True
+    if timeout is not None:
+        timeout = float(timeout)
+        if timeout != timeout or timeout < 0:
+            raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    settings = current_settings()
+    warn_after = settings.warn_after.value
+    call = "secrets.wait_for_system_rng()"
+    engine = _engine or Engine(settings)
+    return _readiness.wait(
+        timeout,
+        warn_after=warn_after,  # type: ignore[arg-type]
+        warn=lambda elapsed: engine._warn_waiting(call, elapsed),
+    )

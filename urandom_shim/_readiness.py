@@ -1,0 +1,232 @@
+"""Readiness: ask the kernel whether its CRNG is initialised, wait for it, and make best-effort bytes.
+
+Initialisation is one-way: once the kernel (or a simulation) has said "ready", this process never asks again. Until
+then every question costs one non-blocking ``getrandom()`` of one byte.
+
+Waiting blocks *inside the kernel* with ``getrandom(flags=0)``: since Linux 5.4 that runs the kernel's jitter-entropy
+generator, which polling with ``GRND_NONBLOCK`` does not. The blocking call runs in one helper thread shared by every
+waiter, so that a waiter can give up after a timeout, print a diagnostic after ``warn_after`` seconds, and be
+interrupted by Ctrl-C while the kernel works.
+"""
+
+from __future__ import annotations
+
+import _thread
+import errno
+import os
+import time
+
+from . import _simulation
+
+READY = "ready"
+UNREADY = "unready"
+UNKNOWN = "unknown"
+
+#: getrandom() flag for bytes that never block, even before the CRNG is ready (Linux 5.6+). ``os`` has no constant.
+GRND_INSECURE = 4
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
+_settled: str | None = None  # READY or UNKNOWN once the kernel has answered for good
+_ready = False  # kernel and simulation both ready: cached forever (but see reset())
+_listeners: list[Callable[[], None]] = []
+_insecure_works: bool | None = None
+_native_urandom = os.urandom
+
+
+def kernel_state() -> str:
+    """The real kernel's CRNG state: ``"ready"``, ``"unready"`` or ``"unknown"`` (no getrandom, or it is denied)."""
+    global _settled
+    if _settled is not None:
+        return _settled
+    getrandom = getattr(os, "getrandom", None)
+    if getrandom is None:  # not Linux: these platforms never hand out bytes before they are seeded
+        _settled = UNKNOWN
+        return _settled
+    try:
+        getrandom(1, os.GRND_NONBLOCK)
+    except BlockingIOError:
+        return UNREADY
+    except OSError as exc:
+        if exc.errno in (errno.ENOSYS, errno.EPERM):  # old kernel, or a seccomp filter: the interpreter can't tell
+            _settled = UNKNOWN
+            return _settled
+        return UNKNOWN  # something odd; ask again next time
+    _settled = READY
+    return _settled
+
+
+def state() -> str:
+    """The state this process must act on: the simulation (if any) on top of the kernel."""
+    if _ready:
+        return READY
+    sim = _simulation.current()
+    if sim is not None and sim.unready():
+        return UNREADY
+    kernel = kernel_state()
+    if kernel != UNREADY:
+        _mark_ready()
+    return kernel
+
+
+def is_ready() -> bool:
+    """True once the CRNG (real, and simulated if a simulation is on) is initialised, or when that can't be known."""
+    if _ready:
+        return True
+    return state() != UNREADY
+
+
+def on_ready(callback: Callable[[], None]) -> None:
+    """Call ``callback`` once, in whichever thread first sees the CRNG ready (at once if it already is)."""
+    if _ready:
+        callback()
+    else:
+        _listeners.append(callback)
+
+
+def _mark_ready() -> None:
+    global _ready
+    if _ready:
+        return
+    _ready = True
+    while _listeners:
+        try:
+            _listeners.pop(0)()
+        except IndexError:  # another thread emptied the list
+            break
+        except Exception as exc:  # noqa: BLE001 - a listener must not turn a random call into a crash
+            from ._messages import emit
+
+            emit(f"internal error while switching to the ready state ({type(exc).__name__}: {exc}); continuing.")
+
+
+def reset() -> None:
+    """Forget a cached "ready" (only for tests and the pytest plugin, after :func:`_simulation.override`)."""
+    global _ready
+    _ready = False
+
+
+# -- waiting -------------------------------------------------------------------------------------------------------
+
+_guard = _thread.allocate_lock()
+_kernel_done: _thread.LockType | None = None  # held until the helper thread's blocking getrandom() returns
+
+
+def _block_in_kernel(done: _thread.LockType) -> None:
+    try:
+        os.getrandom(1, 0)  # blocks in the kernel until the CRNG is initialised; runs jitter entropy on 5.4+
+    except OSError:
+        pass
+    finally:
+        done.release()
+
+
+def _wait_kernel(seconds: float | None) -> None:
+    """Wait up to ``seconds`` (forever if None) for the helper thread's blocking getrandom() to return."""
+    global _kernel_done
+    with _guard:
+        done = _kernel_done
+        if done is None:
+            done = _thread.allocate_lock()
+            done.acquire()
+            _kernel_done = done
+            _thread.start_new_thread(_block_in_kernel, (done,))
+    # Lock acquisition is interruptible by signals, so Ctrl-C raises KeyboardInterrupt here promptly.
+    if done.acquire(True, -1 if seconds is None else seconds):
+        done.release()  # let every other waiter through too
+
+
+def _after_fork_in_child() -> None:
+    global _guard, _kernel_done
+    _guard = _thread.allocate_lock()
+    _kernel_done = None  # the helper thread did not survive the fork
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def wait(
+    timeout: float | None = None,
+    *,
+    warn_after: float | None = None,
+    warn: Callable[[float], None] | None = None,
+) -> bool:
+    """Block until the CRNG is ready. Return True when it is, False when ``timeout`` seconds ran out first.
+
+    ``warn(elapsed)`` is called once, from the waiting thread, after ``warn_after`` seconds of waiting.
+    """
+    if is_ready():
+        return True
+    start = time.monotonic()
+    deadline = None if timeout is None else start + timeout
+    warn_at = None if warn_after is None or warn is None else start + warn_after
+    while True:
+        now = time.monotonic()
+        if deadline is not None and now >= deadline:
+            return is_ready()
+        if warn_at is not None and now >= warn_at:
+            warn_at = None
+            assert warn is not None
+            warn(now - start)
+        limits = [t - now for t in (deadline, warn_at) if t is not None]
+        slice_ = min(limits) if limits else None
+        sim = _simulation.current()
+        if sim is not None and sim.unready():
+            interval = sim.poll_interval()
+            time.sleep(interval if slice_ is None else max(0.0, min(interval, slice_)))
+        elif kernel_state() == UNREADY:
+            _wait_kernel(slice_)
+        if is_ready():
+            return True
+
+
+# -- best-effort bytes ---------------------------------------------------------------------------------------------
+
+
+def best_effort_bytes(size: int) -> bytes:
+    """``size`` bytes from the kernel without waiting, as Python 3.5.2 returned them before the CRNG was ready.
+
+    Uses ``getrandom(GRND_INSECURE)`` (Linux 5.6+), which never blocks. Older kernels read ``/dev/urandom``; on 5.18+
+    that read would run the jitter generator and could block for about a second, which is why it is the fallback.
+    Once the CRNG is initialised, both give full-strength bytes.
+    """
+    global _insecure_works
+    if size <= 0:
+        return b""
+    getrandom = getattr(os, "getrandom", None)
+    if getrandom is not None and _insecure_works is not False:
+        chunks = []
+        remaining = size
+        try:
+            while remaining:
+                chunk = getrandom(remaining, GRND_INSECURE)
+                chunks.append(chunk)
+                remaining -= len(chunk)
+        except OSError as exc:
+            if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EPERM):
+                raise
+            _insecure_works = False  # kernel before 5.6, or getrandom denied
+        else:
+            _insecure_works = True
+            return b"".join(chunks)
+    try:
+        with open("/dev/urandom", "rb", buffering=0) as dev:
+            data = b""
+            while len(data) < size:
+                chunk = dev.read(size - len(data))
+                if not chunk:
+                    raise OSError(errno.EIO, "short read from /dev/urandom")
+                data += chunk
+            return data
+    except OSError:
+        if getrandom is None:  # no Linux interfaces at all: the platform's own urandom never blocks
+            return _native_urandom(size)
+        raise
+
+
+def best_effort_seed() -> int:
+    """A seed for ``random.Random`` from best-effort kernel bytes: as many as CPython's own seeding reads (2496)."""
+    return int.from_bytes(best_effort_bytes(624 * 4), "little")

@@ -1,0 +1,132 @@
+"""A simulated "kernel CRNG not initialised yet" state (SPEC section 6).
+
+The machines that build and test this project have initialised CRNGs, and so do the laptops of the people who want to
+know how their application behaves at early boot. A simulation makes the shim *believe* the CRNG is unready:
+
+``URANDOM_SHIM_SIMULATE`` takes one of these forms:
+
+``unready-forever``
+    Unready for as long as the process lives.
+``unready-until-file:PATH``
+    Unready while ``PATH`` exists. Delete the file to make the CRNG "ready". Deterministic, so tests use it.
+``unready-until-monotonic:T``
+    Unready until ``time.monotonic()`` reaches ``T``. ``CLOCK_MONOTONIC`` is system-wide, so every process of the
+    machine agrees on when the window closes.
+``unready-for:SECONDS``
+    Unready for SECONDS from the moment this interpreter activates the shim. The first process turns it into
+    ``unready-until-monotonic:T`` in ``os.environ``, so children close their window at the same moment as their parent.
+
+The variable is inherited by child processes, like the kernel state is shared by every process. The state is one-way:
+once a process has seen "ready" it stays ready, as the kernel does. A simulation can only make randomness less
+available: the kernel is never touched, and every byte the shim returns still comes from the real kernel.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+ENV = "URANDOM_SHIM_SIMULATE"
+
+FORMS = (
+    "'unready-forever'",
+    "'unready-until-file:PATH'",
+    "'unready-until-monotonic:SECONDS'",
+    "'unready-for:SECONDS'",
+)
+
+
+class Simulation:
+    """One parsed simulation. ``unready()`` answers whether the simulated CRNG is still uninitialised."""
+
+    __slots__ = ("deadline", "path", "spec")
+
+    def __init__(self, spec: str, *, path: str | None = None, deadline: float | None = None) -> None:
+        self.spec = spec
+        self.path = path
+        self.deadline = deadline
+
+    def unready(self) -> bool:
+        if self.path is not None:
+            try:
+                os.stat(self.path)
+            except OSError:
+                return False
+            return True
+        if self.deadline is not None:
+            return time.monotonic() < self.deadline
+        return True  # unready-forever
+
+    def poll_interval(self) -> float:
+        """How long a waiter may sleep before it looks again."""
+        if self.deadline is not None:
+            return max(0.0, min(0.05, self.deadline - time.monotonic()))
+        return 0.01
+
+    def __repr__(self) -> str:
+        return f"Simulation({self.spec!r})"
+
+
+class InvalidSimulation(ValueError):
+    """The simulation spec is malformed. The message says what was expected."""
+
+
+def parse(spec: str) -> Simulation:
+    """Parse a simulation spec (the value of ``URANDOM_SHIM_SIMULATE``). Raises :class:`InvalidSimulation`."""
+    kind, sep, arg = spec.partition(":")
+    if kind == "unready-forever" and not sep:
+        return Simulation(spec)
+    if kind == "unready-until-file" and arg:
+        return Simulation(spec, path=os.path.abspath(arg))
+    if kind in ("unready-until-monotonic", "unready-for") and arg:
+        try:
+            seconds = float(arg)
+        except ValueError:
+            seconds = float("nan")
+        if seconds == seconds and seconds not in (float("inf"), float("-inf")) and seconds >= 0:  # finite, >= 0
+            if kind == "unready-for":
+                deadline = time.monotonic() + seconds
+                return Simulation(f"unready-until-monotonic:{deadline!r}", deadline=deadline)
+            return Simulation(spec, deadline=seconds)
+    raise InvalidSimulation(f"expected one of {', '.join(FORMS)} with SECONDS a finite number >= 0")
+
+
+_UNSET = object()
+_current: object = _UNSET
+
+
+def current() -> Simulation | None:
+    """The simulation this process is under, read from the environment once. Bad values are reported and ignored."""
+    global _current
+    if _current is _UNSET:
+        _current = None
+        spec = os.environ.get(ENV)
+        if spec is not None:
+            try:
+                sim = parse(spec)
+            except InvalidSimulation as exc:
+                from ._messages import emit
+
+                emit(
+                    f"environment variable {ENV}={spec!r} is not a simulation; {exc}; "
+                    f"ignoring it, so this process sees the real kernel."
+                )
+            else:
+                if sim.spec != spec:  # pin a relative window so that children share this process's deadline
+                    os.environ[ENV] = sim.spec
+                _current = sim
+    return _current  # type: ignore[return-value]
+
+
+def override(sim: Simulation | None) -> None:
+    """Replace this process's simulation (for tests and the pytest plugin). Also updates the environment for children.
+
+    This is the one way to go back from "ready" to "unready", and it exists only because a test suite needs a fresh
+    kernel per test. Call :func:`urandom_shim._readiness.reset` afterwards so the cached "ready" is forgotten.
+    """
+    global _current
+    _current = sim
+    if sim is None:
+        os.environ.pop(ENV, None)
+    else:
+        os.environ[ENV] = sim.spec
