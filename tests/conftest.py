@@ -1,0 +1,210 @@
+"""Shared fixtures: the real wheel, real virtual environments, and a runner for real subprocesses.
+
+Start-up behaviour is only ever tested in fresh interpreters of venvs that have the wheel installed by pip.
+
+Interpreters: ``URANDOM_SHIM_TEST_PYTHONS`` (comma-separated versions such as ``3.8,3.13`` or interpreter paths);
+the default is the oldest and newest CPython that pyenv has here, 3.8 and 3.13. An interpreter that is missing is
+skipped with a visible reason, never silently.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DRIVER = Path(__file__).resolve().parent / "driver.py"
+DEFAULT_PYTHONS = "3.8,3.13"
+
+# Variables of ours that must not leak from the developer's shell into the tests.
+OUR_VARIABLES = (
+    "URANDOM_POLICY",
+    "URANDOM_SHIM_TIMEOUT",
+    "URANDOM_SHIM_ON_TIMEOUT",
+    "URANDOM_SHIM_WARN_AFTER",
+    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",
+    "URANDOM_SHIM_DISABLE",
+    "URANDOM_SHIM_SIMULATE",
+    "URANDOM_SHIM_CONFIG",
+    "URANDOM_SHIM_DEBUG",
+    "PYTHONHASHSEED",
+)
+
+
+def _pyenv_root() -> Path | None:
+    root = os.environ.get("PYENV_ROOT")
+    if root:
+        return Path(root)
+    found = shutil.which("pyenv")
+    if found:
+        out = subprocess.run([found, "root"], capture_output=True, text=True)
+        if out.returncode == 0:
+            return Path(out.stdout.strip())
+    default = Path.home() / ".pyenv"
+    return default if default.is_dir() else None
+
+
+def find_python(spec: str) -> Path | None:
+    """An interpreter for ``spec``: a path, or a version X.Y[.Z] looked up in pyenv, then on PATH."""
+    if os.sep in spec:
+        path = Path(spec)
+        return path if path.exists() else None
+    root = _pyenv_root()
+    if root is not None:
+        versions = sorted(
+            (v for v in (root / "versions").glob(f"{spec}*") if (v / "bin" / "python").exists()),
+            key=lambda v: [int(p) if p.isdigit() else 0 for p in v.name.split(".")],
+        )
+        exact = [v for v in versions if v.name == spec or v.name.startswith(spec + ".")]
+        if exact:
+            return exact[-1] / "bin" / "python"
+    found = shutil.which(f"python{spec}")
+    return Path(found) if found else None
+
+
+def python_specs() -> list[str]:
+    return [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", DEFAULT_PYTHONS).split(",") if s.strip()]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "python" in metafunc.fixturenames:
+        metafunc.parametrize("python", python_specs(), indirect=True, scope="session")
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    lines = []
+    for spec in python_specs():
+        found = find_python(spec)
+        lines.append(f"urandom-shim: interpreter {spec}: {found or 'NOT FOUND (its tests are skipped)'}")
+    return lines
+
+
+@pytest.fixture(scope="session")
+def python(request: pytest.FixtureRequest) -> Path:
+    found = find_python(request.param)
+    if found is None:
+        pytest.skip(f"interpreter {request.param} is not installed on this machine")
+    return found
+
+
+@pytest.fixture(scope="session")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The real wheel, built once per session from this checkout."""
+    out = tmp_path_factory.mktemp("dist")
+    result = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    (built,) = out.glob("urandom_shim-*.whl")
+    return built
+
+
+class Venv:
+    """A real virtual environment of one interpreter."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.python = path / "bin" / "python"
+
+    @property
+    def site_packages(self) -> Path:
+        out = subprocess.run(
+            [str(self.python), "-S", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return Path(out.stdout.strip())
+
+    def run(
+        self,
+        *args: str,
+        env: dict[str, str] | None = None,
+        timeout: float = 60,
+        flags: tuple[str, ...] = (),
+        cwd: Path | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [str(self.python), *flags, *args],
+            capture_output=True,
+            text=True,
+            env=clean_env(env),
+            timeout=timeout,
+            cwd=cwd,
+        )
+
+    def drive(self, site: str, env: dict[str, str] | None = None, probe: float = 0.0, **kw: Any) -> dict[str, Any]:
+        """Run one call site through tests/driver.py and return its JSON report."""
+        args = [str(DRIVER), site] + ([f"--probe={probe}"] if probe else [])
+        result = self.run(*args, env=env, **kw)
+        assert result.returncode == 0, f"driver failed for {site}:\n{result.stdout}\n{result.stderr}"
+        report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
+        report["stderr"] = result.stderr
+        return report
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in OUR_VARIABLES and not k.startswith("PYTHON")}
+    env.update(extra or {})
+    return env
+
+
+def make_venv(python: Path, path: Path, wheel: Path | None, editable: Path | None = None) -> Venv:
+    subprocess.run([str(python), "-m", "venv", str(path)], check=True, capture_output=True)
+    venv = Venv(path)
+    if wheel is not None:
+        result = subprocess.run(
+            [str(venv.python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+            capture_output=True,
+            text=True,
+            env=clean_env(),
+        )
+        assert result.returncode == 0, result.stdout + result.stderr
+    return venv
+
+
+_venvs: dict[tuple[str, str], Venv] = {}
+
+
+@pytest.fixture(scope="session")
+def venvs(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Any:
+    """``venvs(python, kind)``: a session-cached venv; kind is "shim" (wheel installed) or "bare" (no shim)."""
+
+    def get(python: Path, kind: str = "shim") -> Venv:
+        key = (str(python), kind)
+        if key not in _venvs:
+            path = tmp_path_factory.mktemp(f"venv-{kind}-{python.parent.parent.name}")
+            _venvs[key] = make_venv(python, path, wheel if kind == "shim" else None)
+        return _venvs[key]
+
+    return get
+
+
+@pytest.fixture
+def shim(venvs: Any, python: Path) -> Venv:
+    """A venv of ``python`` with the wheel installed."""
+    venv: Venv = venvs(python, "shim")
+    return venv
+
+
+@pytest.fixture
+def bare(venvs: Any, python: Path) -> Venv:
+    """A venv of ``python`` without the shim, for comparing against the interpreter's own behaviour."""
+    venv: Venv = venvs(python, "bare")
+    return venv
+
+
+def window(seconds: float) -> tuple[str, float]:
+    """A simulation whose window closes ``seconds`` from now, for every process: (spec, deadline)."""
+    deadline = time.monotonic() + seconds
+    return f"unready-until-monotonic:{deadline!r}", deadline
