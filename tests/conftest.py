@@ -119,7 +119,7 @@ class Venv:
     @property
     def site_packages(self) -> Path:
         out = subprocess.run(
-            [str(self.python), "-S", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            [str(self.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             capture_output=True,
             text=True,
             check=True,

@@ -141,7 +141,9 @@ def test_import_random_seeds_the_module_generator_from_best_effort_kernel_bytes(
 @pytest.mark.parametrize(
     ("policy", "outcome"), [("pep524", "blocked"), ("pep522", "raised"), ("legacy", "returned"), ("native", "returned")]
 )
-def test_seed_random_instances_policy_makes_new_instances_follow_os_urandom(shim: Any, policy: str, outcome: str) -> None:
+def test_seed_random_instances_policy_makes_new_instances_follow_os_urandom(
+    shim: Any, policy: str, outcome: str
+) -> None:
     env = {
         "URANDOM_POLICY": policy,
         "URANDOM_SHIM_SIMULATE": "unready-forever",

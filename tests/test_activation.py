@@ -1,0 +1,321 @@
+"""Activation from the installed wheel: the ready path, idempotency, the kill switch, failures, aliases, restoration."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import ROOT, Venv, clean_env, make_venv, window
+
+UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
+FORBIDDEN_ON_READY_PATH = {"tomllib", "tomli", "wrapt", "typing", "asyncio", "pytest", "threading", "enum"}
+
+
+def loaded_modules(venv: Venv, env: dict[str, str] | None = None, flags: tuple[str, ...] = ()) -> set[str]:
+    result = venv.run("-c", "import sys, json; print(json.dumps(sorted(sys.modules)))", env=env, flags=flags)
+    assert result.returncode == 0, result.stderr
+    return set(json.loads(result.stdout)) - {"json", "json.decoder", "json.scanner", "json.encoder", "_json", "re"}
+
+
+def py(venv: Venv, code: str, env: dict[str, str] | None = None, **kw: Any) -> subprocess.CompletedProcess[str]:
+    return venv.run("-c", code, env=env, **kw)
+
+
+def test_wheel_installs_the_pth_and_the_pep829_start_file(shim: Venv) -> None:
+    site = shim.site_packages
+    pth = (site / "urandom_shim.pth").read_text()
+    assert pth.startswith("import "), "site only executes .pth lines that start with 'import'"
+    assert (site / "urandom_shim.start").read_text().strip() == "urandom_shim._startup:start"
+    # The .pth must sort after hatchling's and setuptools' editable path files.
+    assert sorted(["urandom_shim.pth", "__editable__.x.pth", "_urandom_shim.pth", "_editable_impl_x.pth"])[-1] == (
+        "urandom_shim.pth"
+    )
+    # What Python 3.15's site does with it: resolve the entry point and call it (idempotent with the .pth).
+    code = "import importlib; m, _, a = 'urandom_shim._startup:start'.partition(':'); f = getattr(importlib.import_module(m), a); f(); f(); print('ok')"
+    result = py(shim, code)
+    assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
+
+
+def test_ready_path_imports_only_the_startup_module_and_replaces_nothing(shim: Venv, bare: Venv) -> None:
+    added = loaded_modules(shim, {"URANDOM_POLICY": "pep522"}) - loaded_modules(bare)
+    # site decodes .pth files as utf-8-sig from 3.13 on; the bare venv has no .pth file to decode.
+    added.discard("encodings.utf_8_sig")
+    assert added == {"urandom_shim", "urandom_shim._startup"}
+    assert not (added & FORBIDDEN_ON_READY_PATH)
+    result = py(
+        shim,
+        "import os, posix, secrets, sys; "
+        "assert os.urandom is posix.urandom; "
+        "assert secrets.wait_for_system_rng() is True; "
+        "assert not any(type(f).__name__ == '_PostImportHook' for f in sys.meta_path), sys.meta_path; "
+        "print('ok')",
+        {"URANDOM_POLICY": "pep522"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "ok\n" and result.stderr == ""
+
+
+def test_ready_path_importtime_shows_no_heavy_import(shim: Venv) -> None:
+    result = shim.run("-c", "pass", flags=("-X", "importtime"), env={"URANDOM_POLICY": "legacy"})
+    assert result.returncode == 0
+    imported = {
+        line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
+    }
+    assert "urandom_shim._startup" in imported
+    assert not (imported & FORBIDDEN_ON_READY_PATH), imported & FORBIDDEN_ON_READY_PATH
+
+
+def test_activation_is_idempotent_even_when_boot_runs_again(shim: Venv) -> None:
+    code = (
+        "import os, posix, urandom_shim._startup as s; s.boot('pth'); s.boot('start'); s.start(); "
+        "assert os.urandom.__wrapped__ is posix.urandom, 'wrapped twice'; "
+        "assert s.activated_by == 'pth', s.activated_by; print('ok')"
+    )
+    result = py(shim, code, {"URANDOM_POLICY": "pep522", **UNREADY})
+    assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
+
+
+def test_kill_switch_means_no_import_no_patch_no_addition(shim: Venv) -> None:
+    env = {"URANDOM_SHIM_DISABLE": "1", "URANDOM_POLICY": "pep522", **UNREADY}
+    assert not any(m.startswith("urandom_shim") for m in loaded_modules(shim, env))
+    result = py(
+        shim,
+        "import os, posix, secrets; print(os.urandom is posix.urandom, hasattr(secrets, 'wait_for_system_rng'))",
+        env,
+    )
+    assert result.stdout == "True False\n", result.stderr
+    # "0" and empty mean "not disabled".
+    result = py(shim, "import os, posix; print(os.urandom is posix.urandom)", {**env, "URANDOM_SHIM_DISABLE": "0"})
+    assert result.stdout == "False\n", result.stderr
+
+
+def test_site_disabled_by_dash_S_means_no_shim(shim: Venv) -> None:
+    result = shim.run(
+        "-c",
+        "import sys, os, posix; print('urandom_shim' in sys.modules, os.urandom is posix.urandom)",
+        env={"URANDOM_POLICY": "pep522", **UNREADY},
+        flags=("-S",),
+    )
+    assert result.stdout == "False True\n", result.stderr
+
+
+@pytest.mark.parametrize("flag", ["-E", "-I"])
+def test_dash_E_and_dash_I_ignore_the_policy_variable(shim: Venv, flag: str) -> None:
+    result = shim.run(
+        "-c", "import os; print(len(os.urandom(4)))", env={"URANDOM_POLICY": "pep522", **UNREADY}, flags=(flag,)
+    )
+    assert result.returncode == 0 and result.stdout == "4\n", result.stderr
+
+
+def test_a_failing_activation_prints_one_line_and_the_interpreter_carries_on(shim: Venv, tmp_path: Path) -> None:
+    sabotage = shim.site_packages / "aaa_test_sabotage.pth"
+    sabotage.write_text(
+        "import os, sys; exec(\"sys.modules['urandom_shim._activation'] = None\") "
+        "if os.environ.get('URANDOM_SHIM_TEST_SABOTAGE') else None\n"
+    )
+    env = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_TEST_SABOTAGE": "1", **UNREADY}
+    result = py(shim, "import os; print(len(os.urandom(4)))", env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "4\n"
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("urandom-shim: not active in this interpreter: activation failed (")
+    assert "import of urandom_shim._activation halted" in lines[0]
+    assert "Traceback" not in result.stderr
+    debug = py(shim, "pass", {**env, "URANDOM_SHIM_DEBUG": "1"})
+    assert "Traceback" in debug.stderr and debug.returncode == 0
+
+
+def test_an_unimportable_package_prints_one_line_from_the_pth(shim: Venv) -> None:
+    sabotage = shim.site_packages / "aaa_test_hide.pth"
+    sabotage.write_text(
+        "import os, sys; exec(\"sys.modules['urandom_shim'] = None\") "
+        "if os.environ.get('URANDOM_SHIM_TEST_HIDE') else None\n"
+    )
+    result = py(shim, "print('alive')", {"URANDOM_SHIM_TEST_HIDE": "1"})
+    assert result.returncode == 0 and result.stdout == "alive\n"
+    assert result.stderr.startswith("urandom-shim: not active in this interpreter: cannot import urandom_shim")
+    assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "expected"),
+    [
+        (
+            "URANDOM_POLICY",
+            "PEP522",
+            "environment variable URANDOM_POLICY='PEP522' is not a valid policy; expected one "
+            "of 'native', 'pep524', 'pep522', 'legacy' (did you mean 'pep522'?); ignoring it, so policy is 'native' from "
+            "default.",
+        ),
+        ("URANDOM_POLICY", " pep524", "(did you mean 'pep524'?)"),
+        ("URANDOM_POLICY", "strict", "URANDOM_POLICY='strict' is not a valid policy"),
+        (
+            "URANDOM_SHIM_TIMEOUT",
+            "nan",
+            "URANDOM_SHIM_TIMEOUT='nan' is not a valid timeout; expected a finite number "
+            "of seconds >= 0, or 'none'; ignoring it, so timeout is none from default.",
+        ),
+        ("URANDOM_SHIM_TIMEOUT", "-1", "URANDOM_SHIM_TIMEOUT='-1' is not a valid timeout"),
+        ("URANDOM_SHIM_ON_TIMEOUT", "Fallback", "expected one of 'raise', 'fallback' (did you mean 'fallback'?)"),
+        ("URANDOM_SHIM_WARN_AFTER", "soon", "URANDOM_SHIM_WARN_AFTER='soon' is not a valid warn_after"),
+        ("URANDOM_SHIM_SEED_RANDOM_INSTANCES", "yes", "expected one of 'nonblocking', 'policy'"),
+        (
+            "URANDOM_SHIM_SIMULATE",
+            "unready-for:abc",
+            "environment variable URANDOM_SHIM_SIMULATE='unready-for:abc' is not a simulation",
+        ),
+    ],
+)
+def test_bad_environment_values_give_one_line_and_start_up_carries_on(
+    shim: Venv, variable: str, value: str, expected: str
+) -> None:
+    env = {"URANDOM_POLICY": "legacy", **UNREADY, variable: value}
+    result = py(shim, "import os; print(len(os.urandom(4)))", env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "4\n"
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("urandom-shim: ") and expected in lines[0], lines[0]
+
+
+BAD_CALLS = [
+    "os.urandom(-1)",
+    "os.urandom('3')",
+    "os.urandom(size=3)",
+    "os.urandom()",
+    "os.urandom(3.0)",
+    "os.urandom(2**70)",
+    "os.urandom(None)",
+    "os.urandom(1, 2)",
+]
+ERRORS_CODE = (
+    "import os, json\nout = []\n"
+    "for call in {calls!r}:\n"
+    "    try:\n        eval(call)\n        out.append([call, 'no error'])\n"
+    "    except BaseException as e:\n        out.append([call, type(e).__name__, str(e)])\n"
+    "print(json.dumps(out))"
+)
+
+
+@pytest.mark.parametrize("policy", ["pep524", "pep522", "legacy"])
+def test_bad_arguments_raise_exactly_what_the_interpreter_raises(shim: Venv, bare: Venv, policy: str) -> None:
+    code = ERRORS_CODE.format(calls=BAD_CALLS)
+    native = json.loads(py(bare, code).stdout)
+    shimmed = py(shim, code, {"URANDOM_POLICY": policy, **UNREADY})
+    assert shimmed.returncode == 0, shimmed.stderr
+    assert json.loads(shimmed.stdout) == native
+    assert all(entry[1] != "no error" for entry in native)
+
+
+def test_patched_functions_keep_names_docstrings_and_signatures(shim: Venv) -> None:
+    code = (
+        "import os, posix, inspect, secrets, random\n"
+        "assert os.urandom is not posix.urandom\n"
+        "assert os.urandom.__name__ == 'urandom' and os.urandom.__doc__ == posix.urandom.__doc__\n"
+        "assert str(inspect.signature(os.urandom)) == str(inspect.signature(posix.urandom))\n"
+        "for name in ('token_bytes', 'token_hex', 'token_urlsafe', 'randbelow'):\n"
+        "    f = getattr(secrets, name)\n"
+        "    assert f.__name__ == name and f.__wrapped__.__doc__ == f.__doc__, name\n"
+        "assert secrets.choice.__name__ == 'choice' and secrets.randbits.__name__ == 'getrandbits'\n"
+        "assert random.Random.seed.__name__ == 'seed' and random.Random.seed.__qualname__ == 'Random.seed'\n"
+        "print('ok')"
+    )
+    result = py(shim, code, {"URANDOM_POLICY": "pep524", **UNREADY})
+    assert result.stdout == "ok\n", result.stderr
+
+
+def test_transition_to_ready_restores_every_original(shim: Venv) -> None:
+    spec, _deadline = window(0.8)
+    code = (
+        "import os, posix, sys, random, secrets, urllib.request\n"
+        "patched = [os.urandom is not posix.urandom, random._urandom is not posix.urandom,\n"
+        "           urllib.request._randombytes is not posix.urandom, hasattr(secrets.token_bytes, '__wrapped__'),\n"
+        "           'seed' in vars(random.Random) and hasattr(random.Random.seed, '__wrapped__')]\n"
+        "assert all(patched), patched\n"
+        "secrets.token_bytes(8)  # waits for the window to close\n"
+        "assert os.urandom is posix.urandom and random._urandom is posix.urandom\n"
+        "assert urllib.request._randombytes is posix.urandom\n"
+        "assert not hasattr(secrets.token_bytes, '__wrapped__') and not hasattr(secrets.choice, '__wrapped__')\n"
+        "assert not hasattr(random.Random.seed, '__wrapped__') and random.seed.__func__ is random.Random.seed\n"
+        "assert not any(type(f).__name__ == '_PostImportHook' for f in sys.meta_path)\n"
+        "assert hasattr(secrets, 'wait_for_system_rng')  # the addition stays\n"
+        "print('ok')"
+    )
+    result = py(shim, code, {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": spec})
+    assert result.stdout == "ok\n", result.stderr
+
+
+@pytest.fixture
+def preimport(shim: Venv) -> dict[str, str]:
+    """Another .pth that sorts before ours and imports random, secrets and urllib.request (when asked to)."""
+    pth = shim.site_packages / "aaa_test_preimport.pth"
+    pth.write_text(
+        "import os; exec('import random, secrets, urllib.request') "
+        "if os.environ.get('URANDOM_SHIM_TEST_PREIMPORT') else None\n"
+    )
+    return {"URANDOM_SHIM_TEST_PREIMPORT": "1"}
+
+
+@pytest.mark.parametrize(
+    ("policy", "site", "outcome"),
+    [
+        ("pep522", "SystemRandom.random", "raised"),
+        ("pep522", "urllib.request._randombytes", "raised"),
+        ("pep522", "secrets.token_bytes", "blocked"),
+        ("pep522", "secrets.choice", "blocked"),
+        ("pep524", "SystemRandom.getrandbits", "blocked"),
+        ("legacy", "secrets.randbits", "returned"),
+        ("legacy", "urllib.request._randombytes", "returned"),
+    ],
+)
+def test_policy_applies_to_modules_imported_before_the_shim(
+    shim: Venv, preimport: dict[str, str], policy: str, site: str, outcome: str
+) -> None:
+    env = {**preimport, "URANDOM_POLICY": policy, **UNREADY}
+    check = py(
+        shim,
+        "import sys; print(sorted(m for m in ('random', 'secrets', 'urllib.request') if m in sys.modules))",
+        {**preimport},
+    )
+    assert check.stdout.strip() == "['random', 'secrets', 'urllib.request']", "the fixture .pth did not pre-import"
+    report = shim.drive(site, env=env, probe=0.6)
+    assert report["outcome"] == outcome, report
+
+
+def test_editable_install_activates_too(python: Path, tmp_path: Path) -> None:
+    venv = make_venv(python, tmp_path / "editable", wheel=None)
+    result = subprocess.run(
+        [str(venv.python), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+    )
+    if result.returncode != 0 and "Could not find a version" in result.stderr + result.stdout:
+        pytest.skip("the package index is not reachable for hatchling")
+    assert result.returncode == 0, result.stdout + result.stderr
+    pths = sorted(p.name for p in venv.site_packages.glob("*.pth"))
+    assert pths[-1] == "urandom_shim.pth", pths
+    out = venv.run(
+        "-c",
+        "import os, urandom_shim; print(urandom_shim.__file__); os.urandom(1)",
+        env={"URANDOM_POLICY": "pep522", **UNREADY},
+    )
+    assert out.returncode == 1 and "BlockingIOError: system random number generator is not ready" in out.stderr
+    assert out.stdout.startswith(str(ROOT))
+
+
+def test_runtime_api_is_importable_lazily(shim: Venv) -> None:
+    code = (
+        "import sys, urandom_shim\n"
+        "assert 'urandom_shim._activation' not in sys.modules\n"
+        "s = urandom_shim.current_settings()\n"
+        "print(s.policy.value.name, s.policy.source, urandom_shim.is_system_rng_ready(), urandom_shim.system_rng_state())"
+    )
+    result = py(shim, code, {"URANDOM_POLICY": "pep524"})
+    assert result.stdout == "pep524 environment variable URANDOM_POLICY True ready\n", result.stderr
+    assert sys.version_info >= (3, 8)
