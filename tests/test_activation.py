@@ -29,13 +29,14 @@ def test_wheel_installs_the_pth_and_the_pep829_start_file(shim: Venv) -> None:
     site = shim.site_packages
     pth = (site / "urandom_shim.pth").read_text()
     assert pth.startswith("import "), "site only executes .pth lines that start with 'import'"
-    assert (site / "urandom_shim.start").read_text().strip() == "urandom_shim._startup:start"
+    assert (site / "urandom_shim.start").read_text().strip() == "_urandom_shim_boot:boot"
+    assert (site / "_urandom_shim_boot.py").is_file()
     # The .pth must sort after hatchling's and setuptools' editable path files.
     assert sorted(["urandom_shim.pth", "__editable__.x.pth", "_urandom_shim.pth", "_editable_impl_x.pth"])[-1] == (
         "urandom_shim.pth"
     )
     # What Python 3.15's site does with it: resolve the entry point and call it (idempotent with the .pth).
-    code = "import importlib; m, _, a = 'urandom_shim._startup:start'.partition(':'); f = getattr(importlib.import_module(m), a); f(); f(); print('ok')"
+    code = "import importlib; m, _, a = '_urandom_shim_boot:boot'.partition(':'); f = getattr(importlib.import_module(m), a); f(); f(); print('ok')"
     result = py(shim, code)
     assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
 
@@ -44,7 +45,7 @@ def test_ready_path_imports_only_the_startup_module_and_replaces_nothing(shim: V
     added = loaded_modules(shim, {"URANDOM_POLICY": "pep522"}) - loaded_modules(bare)
     # site decodes .pth files as utf-8-sig from 3.13 on; the bare venv has no .pth file to decode.
     added.discard("encodings.utf_8_sig")
-    assert added == {"urandom_shim", "urandom_shim._startup"}
+    assert added == {"_urandom_shim_boot"}
     assert not (added & FORBIDDEN_ON_READY_PATH)
     result = py(
         shim,
@@ -65,15 +66,16 @@ def test_ready_path_importtime_shows_no_heavy_import(shim: Venv) -> None:
     imported = {
         line.rsplit("|", 1)[-1].strip() for line in result.stderr.splitlines() if line.startswith("import time")
     }
-    assert "urandom_shim._startup" in imported
+    assert "_urandom_shim_boot" in imported and "urandom_shim" not in imported
     assert not (imported & FORBIDDEN_ON_READY_PATH), imported & FORBIDDEN_ON_READY_PATH
 
 
 def test_activation_is_idempotent_even_when_boot_runs_again(shim: Venv) -> None:
     code = (
-        "import os, posix, urandom_shim._startup as s; s.boot('pth'); s.boot('start'); s.start(); "
+        "import os, posix, sys, _urandom_shim_boot as b, urandom_shim as s; b.boot('pth'); b.boot(); "
+        "s.boot('pth'); s.boot('bootstrap'); "
         "assert os.urandom.__wrapped__ is posix.urandom, 'wrapped twice'; "
-        "assert s.activated_by == 'pth', s.activated_by; print('ok')"
+        "assert s.activated_by == 'pth' and sys._urandom_shim_boot == 'pth', s.activated_by; print('ok')"
     )
     result = py(shim, code, {"URANDOM_POLICY": "pep522", **UNREADY})
     assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
@@ -136,7 +138,7 @@ def test_an_unimportable_package_prints_one_line_from_the_pth(shim: Venv) -> Non
         "import os, sys; exec(\"sys.modules['urandom_shim'] = None\") "
         "if os.environ.get('URANDOM_SHIM_TEST_HIDE') else None\n"
     )
-    result = py(shim, "print('alive')", {"URANDOM_SHIM_TEST_HIDE": "1"})
+    result = py(shim, "print('alive')", {"URANDOM_SHIM_TEST_HIDE": "1", **UNREADY})
     assert result.returncode == 0 and result.stdout == "alive\n"
     assert result.stderr.startswith("urandom-shim: not active in this interpreter: cannot import urandom_shim")
     assert len(result.stderr.splitlines()) == 1 and "Traceback" not in result.stderr

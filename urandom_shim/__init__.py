@@ -1,11 +1,18 @@
 """urandom-shim: choose what ``os.urandom()`` does before the kernel's random number generator is initialised.
 
-Installed with pip, the shim activates in every interpreter of the environment from a ``.pth`` file. This package's
-top level is imported by that start-up code, so it stays tiny: everything but :func:`wait_for_system_rng` is loaded on
-first use.
+This module is also the start-up code that every interpreter of the environment runs, from the ``.pth`` file (or the
+PEP 829 ``.start`` file), pip included. So it is the cheapest module in the project, and the only one the ready path
+loads: on nearly every start it costs one non-blocking ``getrandom()`` probe and an import hook that adds
+``secrets.wait_for_system_rng`` when ``secrets`` is imported. It reads no file, imports nothing beyond ``os`` and
+``sys`` (already loaded by ``site``), and replaces no function. The public API below is loaded on first use.
+
+Only when the probe finds the kernel CRNG uninitialised, or a simulation is on, does it hand over to
+:mod:`urandom_shim._activation`, which reads the configuration and installs the policy. It never raises: a failure is
+one ``urandom-shim:`` line on stderr, and the interpreter carries on without the shim.
 """
 
-from ._startup import wait_for_system_rng
+import os
+import sys
 
 __version__ = "0.1.0"
 
@@ -25,8 +32,208 @@ __all__ = [
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import ModuleType
+    from typing import Callable, Sequence
+
     from ._activation import activate, current_settings, deactivate
     from ._policies import POLICIES, Policy, Setting, Settings
+
+
+#: How this interpreter activated the shim: "pth", "start", "bootstrap", "runtime", or None (not at all). The start-up
+#: module ``_urandom_shim_boot`` records it in ``sys._urandom_shim_boot`` without importing this package.
+activated_by: "str | None" = getattr(sys, "_urandom_shim_boot", None)
+#: Why the shim is not active, when it isn't.
+inactive_reason: "str | None" = None
+_booted = False
+
+
+def disabled_by_environment() -> bool:
+    """The kill switch: ``URANDOM_SHIM_DISABLE`` set to anything but empty or ``0``. Honoured even under ``-E``."""
+    return os.environ.get("URANDOM_SHIM_DISABLE", "") not in ("", "0")
+
+
+def kernel_probe_ready() -> bool:
+    """One non-blocking getrandom() of one byte. "Unknown" (no getrandom, ENOSYS, EPERM) counts as ready."""
+    try:
+        os.getrandom(1, os.GRND_NONBLOCK)
+    except BlockingIOError:
+        return False
+    except (AttributeError, OSError):
+        return True
+    return True
+
+
+def boot(how: str = "pth") -> None:
+    """Activate the shim in this interpreter. Idempotent: a venv processes ``.pth`` files twice.
+
+    The start-up module ``_urandom_shim_boot`` runs the ready path itself and calls this only when the CRNG is
+    unready or simulated.
+    """
+    global activated_by, inactive_reason, _booted
+    if _booted:
+        return
+    _booted = True
+    try:
+        if disabled_by_environment():
+            inactive_reason = "disabled by URANDOM_SHIM_DISABLE"
+            return
+        activated_by = how
+        sys._urandom_shim_boot = how  # type: ignore[attr-defined]  # so a later .pth pass stands aside
+        if "URANDOM_SHIM_SIMULATE" in os.environ or not kernel_probe_ready():
+            from . import _activation
+
+            _activation.start_unready()
+        else:
+            add_wait_for_system_rng()
+    except Exception as exc:  # noqa: BLE001 - never break an interpreter
+        inactive_reason = f"activation failed: {type(exc).__name__}: {exc}"
+        report_failure(exc)
+
+
+def ready_hook_find_spec(stub: object, name: str, path: "Sequence[str] | None", target: object) -> "ModuleSpec | None":
+    """Called by ``_urandom_shim_boot`` (a meta path finder on the ready path) when ``secrets`` is imported: swap it
+    for the real post-import hook, which adds ``secrets.wait_for_system_rng``."""
+    while stub in sys.meta_path:
+        sys.meta_path.remove(stub)
+    add_wait_for_system_rng()
+    return _hook.find_spec(name, path, target)  # type: ignore[arg-type]
+
+
+def report_failure(exc: BaseException) -> None:
+    from ._messages import emit
+
+    if os.environ.get("URANDOM_SHIM_DEBUG", "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    emit(
+        f"not active in this interpreter: activation failed ({type(exc).__name__}: {exc}); "
+        "the interpreter carries on with its own os.urandom(). Rerun with URANDOM_SHIM_DEBUG=1 for the traceback, "
+        "or set URANDOM_SHIM_DISABLE=1 to silence this."
+    )
+
+
+# -- secrets.wait_for_system_rng: the one addition, present under every policy --------------------------------------
+
+
+def wait_for_system_rng(timeout: "float | None" = None) -> bool:
+    """Block until the kernel's random number generator is initialised (PEP 522's ``secrets.wait_for_system_rng``).
+
+    Returns True at once when it already is, which is nearly always. With ``timeout`` (seconds), returns False if the
+    generator is still not ready when the time runs out. Ctrl-C interrupts the wait.
+    """
+    from . import _activation
+
+    return _activation.wait_for_system_rng(timeout)
+
+
+def _add_to_secrets(module: "ModuleType") -> None:
+    if not hasattr(module, "wait_for_system_rng"):
+        module.wait_for_system_rng = wait_for_system_rng  # type: ignore[attr-defined]
+
+
+def add_wait_for_system_rng() -> None:
+    after_import("secrets", _add_to_secrets)
+
+
+# -- post-import hooks ----------------------------------------------------------------------------------------------
+
+
+class _ChainedLoader:
+    """Runs the real loader, then the callbacks registered for the module. Leaves the real loader in place."""
+
+    def __init__(self, loader: object, hook: "_PostImportHook", name: str) -> None:
+        self.loader = loader
+        self.hook = hook
+        self.name = name
+
+    def create_module(self, spec: object) -> "ModuleType | None":
+        create = getattr(self.loader, "create_module", None)
+        return None if create is None else create(spec)
+
+    def exec_module(self, module: "ModuleType") -> None:
+        spec = getattr(module, "__spec__", None)
+        if spec is not None:
+            spec.loader = self.loader
+        module.__loader__ = self.loader  # type: ignore[assignment]
+        self.loader.exec_module(module)  # type: ignore[attr-defined]
+        self.hook.fire(self.name, module)
+
+
+class _PostImportHook:
+    """A meta path finder that runs callbacks right after a watched module is executed.
+
+    It answers None for every other name (one dict lookup per import), and removes itself once nothing is watched.
+    """
+
+    def __init__(self) -> None:
+        self.callbacks: dict[str, list[Callable[[ModuleType], None]]] = {}
+
+    def find_spec(
+        self, name: str, path: "Sequence[str] | None", target: "ModuleType | None" = None, /
+    ) -> "ModuleSpec | None":
+        if name not in self.callbacks:
+            return None
+        for finder in list(sys.meta_path):
+            if finder is self:
+                continue
+            find_spec = getattr(finder, "find_spec", None)
+            if find_spec is None:
+                continue
+            spec = find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        if getattr(spec.loader, "exec_module", None) is not None:
+            spec.loader = _ChainedLoader(spec.loader, self, name)
+        return spec  # type: ignore[no-any-return]
+
+    def fire(self, name: str, module: "ModuleType") -> None:
+        for callback in self.callbacks.pop(name, ()):
+            try:
+                callback(module)
+            except Exception as exc:  # noqa: BLE001
+                report_failure(exc)
+        if not self.callbacks:
+            self.uninstall()
+
+    def install(self) -> None:
+        if self not in sys.meta_path:
+            sys.meta_path.insert(0, self)
+
+    def uninstall(self) -> None:
+        while self in sys.meta_path:
+            sys.meta_path.remove(self)
+
+
+_hook = _PostImportHook()
+
+
+def after_import(name: str, callback: "Callable[[ModuleType], None]") -> None:
+    """Call ``callback(module)`` once ``name`` is imported: now if it already is, else right after its import."""
+    module = sys.modules.get(name)
+    if module is not None:
+        callback(module)
+        return
+    _hook.callbacks.setdefault(name, []).append(callback)
+    _hook.install()
+
+
+def cancel_after_import(callback: "Callable[[ModuleType], None]") -> None:
+    """Forget ``callback`` wherever it was registered."""
+    for name in list(_hook.callbacks):
+        remaining = [c for c in _hook.callbacks[name] if c is not callback]
+        if remaining:
+            _hook.callbacks[name] = remaining
+        else:
+            del _hook.callbacks[name]
+    if not _hook.callbacks:
+        _hook.uninstall()
+
+
+# -- the public API, loaded on first use -------------------------------------------------------------------------
 
 _LAZY = {
     "activate": "_activation",

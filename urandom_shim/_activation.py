@@ -1,6 +1,6 @@
 """The engine: applies the effective policy at every patched call site while the CRNG is unready.
 
-:mod:`urandom_shim._startup` hands over to :func:`start_unready` when the start-up probe finds the kernel CRNG
+The start-up code in :mod:`urandom_shim` hands over to :func:`start_unready` when its probe finds the kernel CRNG
 uninitialised (or a simulation says so). The engine reads the configuration, installs the patches, and takes them all
 out again the moment the CRNG is ready, so every call site returns to the interpreter's own code and speed.
 
@@ -12,7 +12,9 @@ from __future__ import annotations
 import sys
 from _thread import _local
 
-from . import _config, _patching, _readiness, _simulation, _startup
+import urandom_shim as _startup
+
+from . import _config, _patching, _readiness, _simulation
 from ._messages import emit
 from ._policies import (
     BEST_EFFORT,

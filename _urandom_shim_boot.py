@@ -1,0 +1,57 @@
+"""urandom-shim's start-up module: ``urandom_shim.pth`` imports it in every interpreter of the environment."""
+
+# Why a separate top-level file: the ready path must be nearly free. Counted in instructions, importing the
+# `urandom_shim` package from a .pth adds 3.2% to `python -c pass`; importing this small file adds about 2%, and the
+# budget is 2%. (Compiling code in the .pth line itself costs more than importing a module.) Comments are free,
+# docstrings are not: they are loaded with the module.
+#
+# Ready path, on nearly every start: the kill switch, one non-blocking getrandom() probe, and this module on
+# sys.meta_path so that importing `secrets` adds `secrets.wait_for_system_rng`. Nothing else is imported and no
+# function is replaced. Unready path: urandom_shim.boot() reads the configuration and installs the policy.
+#
+# It never raises. sys._urandom_shim_boot records how the shim started, and makes a second run a no-op: a venv
+# processes its .pth files twice, and PEP 829 .start files call boot() again on Python 3.15+.
+
+import os
+import sys
+
+
+def boot(how: str = "start") -> None:
+    if hasattr(sys, "_urandom_shim_boot") or os.environ.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
+        return
+    sys._urandom_shim_boot = how  # type: ignore[attr-defined]
+    ready: object
+    try:
+        ready = "URANDOM_SHIM_SIMULATE" not in os.environ and os.getrandom(1, os.GRND_NONBLOCK)
+    except BlockingIOError:
+        ready = False
+    except Exception:  # noqa: BLE001  # no getrandom (not Linux), or denied (ENOSYS, EPERM): counts as ready
+        ready = True
+    if ready:
+        sys.meta_path.insert(0, sys.modules[__name__])
+        return
+    try:
+        import urandom_shim
+
+        urandom_shim.boot(how)
+    except Exception as exc:  # noqa: BLE001 - never break an interpreter
+        if sys.stderr is not None:
+            sys.stderr.write(
+                f"urandom-shim: not active in this interpreter: cannot import urandom_shim ({type(exc).__name__}: "
+                f"{exc}); reinstall urandom-shim, or set URANDOM_SHIM_DISABLE=1\n"
+            )
+
+
+def find_spec(name: str, path: object = None, target: object = None) -> object:
+    # A meta path finder on the ready path: only `secrets` matters, and the package's import hook takes it over.
+    if name != "secrets":
+        return None
+    try:
+        import urandom_shim
+
+        return urandom_shim.ready_hook_find_spec(sys.modules[__name__], name, path, target)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - importing secrets must not fail because of us
+        return None
+
+
+boot("pth")

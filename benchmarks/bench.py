@@ -1,0 +1,172 @@
+"""Benchmark: what the shim costs, as ratios against the same venv without it, measured in one interleaved run.
+
+    python benchmarks/bench.py [--python PATH] [--wheel WHEEL] [--runs N]
+
+It makes one venv of the interpreter with the wheel installed. "Without the shim" is that same venv with the shim's
+start-up files renamed away, toggled before every single run, so both sides share the machine's noise.
+
+Rows and targets (issue 2):
+- ready-path start-up, ``python -c pass``                                      <= 1.02x
+- ready-path ``os.urandom(32)`` per call                                       1.00x
+- ``os.urandom(32)``, ``secrets.token_bytes(32)``, ``SystemRandom().random()``
+  per call after an unready-then-ready transition                             <= 1.05x
+- unready-path start-up (simulated, policy from the environment) of
+  ``python -c "import os; os.urandom(1)"`` under legacy                       <= 1.5x
+
+Start-up rows compare medians of many interleaved runs; per-call rows compare the best of interleaved timeit repeats.
+This prints numbers; it is not a test, because shared machines are too noisy for timed assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+STARTUP_FILES = ("urandom_shim.pth", "urandom_shim.start")
+
+
+class Venv:
+    def __init__(self, python: Path, where: Path, wheel: Path | None) -> None:
+        self.path = where / "venv"
+        subprocess.run([str(python), "-m", "venv", str(self.path)], check=True)
+        self.python = str(self.path / "bin" / "python")
+        if wheel is None:
+            wheel = self._build_wheel(where)
+        subprocess.run([self.python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+        out = subprocess.run(
+            [self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        self.site = Path(out.stdout.strip())
+        self.on = True
+
+    def _build_wheel(self, where: Path) -> Path:
+        subprocess.run([self.python, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(where), str(ROOT)], check=True)
+        return next(where.glob("urandom_shim-*.whl"))
+
+    def shim(self, on: bool) -> None:
+        if on == self.on:
+            return
+        for name in STARTUP_FILES:
+            active, parked = self.site / name, self.site / (name + ".off")
+            src, dst = (parked, active) if on else (active, parked)
+            if src.exists():
+                src.rename(dst)
+        self.on = on
+
+
+def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("URANDOM_", "PYTHON"))}
+    env.update(extra or {})
+    return env
+
+
+def time_start(python: str, args: list[str], env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    pid = os.posix_spawn(python, [python, *args], env)
+    _, status = os.waitpid(pid, 0)
+    took = time.perf_counter() - start
+    if status != 0:
+        raise SystemExit(f"{args} failed with status {status}")
+    return took
+
+
+def startup_row(venv: Venv, args: list[str], env_shim: dict[str, str], runs: int) -> tuple[float, float]:
+    """Median start-up (seconds) with and without the shim, interleaved, after a warm-up of each."""
+    base_env, shim_env = clean_env(), clean_env(env_shim)
+    with_shim: list[float] = []
+    without: list[float] = []
+    for i in range(runs + 5):
+        for on in (True, False) if i % 2 else (False, True):
+            venv.shim(on)
+            took = time_start(venv.python, args, shim_env if on else base_env)
+            if i >= 5:
+                (with_shim if on else without).append(took)
+    venv.shim(True)
+    return statistics.median(with_shim), statistics.median(without)
+
+
+PER_CALL = """
+import os, sys, timeit, random, secrets
+wait = getattr(secrets, "wait_for_system_rng", None)
+if wait is not None:
+    wait()  # the unready-then-ready transition, when a simulation is on
+stmt = sys.argv[1]
+g = {"os": os, "secrets": secrets, "random": random, "sr": random.SystemRandom()}
+timer = timeit.Timer(stmt, globals=g)
+n, _ = timer.autorange()
+print(min(timer.repeat(repeat=int(sys.argv[2]), number=n)) / n)
+"""
+
+
+def per_call_row(venv: Venv, stmt: str, env_shim: dict[str, str], rounds: int) -> tuple[float, float]:
+    """Best per-call time (seconds) with and without the shim, from interleaved processes."""
+    best = {True: float("inf"), False: float("inf")}
+    for i in range(rounds):
+        for on in (True, False) if i % 2 else (False, True):
+            venv.shim(on)
+            env = clean_env(env_shim) if on else clean_env()
+            if "URANDOM_SHIM_SIMULATE" in env and env["URANDOM_SHIM_SIMULATE"] == "WINDOW":
+                env["URANDOM_SHIM_SIMULATE"] = f"unready-until-monotonic:{time.monotonic() + 0.2!r}"
+            out = subprocess.run([venv.python, "-c", PER_CALL, stmt, "5"], capture_output=True, text=True, env=env)
+            if out.returncode != 0:
+                raise SystemExit(out.stderr)
+            best[on] = min(best[on], float(out.stdout))
+    venv.shim(True)
+    return best[True], best[False]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--python", default=sys.executable, help="interpreter to measure (default: this one)")
+    parser.add_argument("--wheel", type=Path, help="wheel to install (default: build one from this checkout)")
+    parser.add_argument("--runs", type=int, default=200, help="start-up runs per side (default: 200)")
+    parser.add_argument("--rounds", type=int, default=6, help="per-call processes per side (default: 6)")
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        venv = Venv(Path(args.python), Path(tmp), args.wheel)
+        version = subprocess.run([venv.python, "-VV"], capture_output=True, text=True).stdout.strip()
+        print(f"interpreter: {version}")
+        print(f"{'row':<68} {'shim':>10} {'no shim':>10} {'ratio':>7} {'target':>7}")
+        rows = [
+            ("start-up, ready path: python -c pass", "start", ["-c", "pass"], {"URANDOM_POLICY": "pep524"}, 1.02),
+            ("os.urandom(32) per call, ready path", "call", "os.urandom(32)", {"URANDOM_POLICY": "pep524"}, 1.00),
+        ]
+        window = {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": "WINDOW"}
+        for stmt in ("os.urandom(32)", "secrets.token_bytes(32)", "sr.random()"):
+            rows.append((f"{stmt} per call, after unready-then-ready", "call", stmt, window, 1.05))
+        rows.append(
+            (
+                "start-up, unready path (simulated), legacy: os.urandom(1)",
+                "start",
+                ["-c", "import os; os.urandom(1)"],
+                {"URANDOM_POLICY": "legacy", "URANDOM_SHIM_SIMULATE": "unready-forever"},
+                1.5,
+            )
+        )
+        worst = 0.0
+        for label, kind, what, env, target in rows:
+            if kind == "start":
+                shim, bare = startup_row(venv, what, env, args.runs)  # type: ignore[arg-type]
+                unit, scale = "ms", 1e3
+            else:
+                shim, bare = per_call_row(venv, what, env, args.rounds)  # type: ignore[arg-type]
+                unit, scale = "ns", 1e9
+            ratio = shim / bare
+            worst = max(worst, ratio / target)
+            flag = "" if ratio <= target + 0.005 else "  over target"
+            shown = f"{shim * scale:>8.3g}{unit} {bare * scale:>8.3g}{unit}"
+            print(f"{label:<68} {shown} {ratio:>6.3f}x {target:>6.2f}x{flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,158 @@
+"""Properties, checked with Hypothesis.
+
+- Under pep524 and pep522, no call returns bytes while the (simulated) CRNG is unready; once it is ready, they all do.
+  This runs in-process through the runtime API, which is the same engine start-up installs.
+- Start-up never breaks, whatever the environment variables hold (real subprocesses).
+"""
+
+from __future__ import annotations
+
+import os
+import posix
+import random
+import secrets
+import urllib.request
+import uuid
+from pathlib import Path
+from typing import Any, Callable, Iterator
+
+import pytest
+from conftest import Venv, find_python, python_specs
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import urandom_shim
+from urandom_shim import _readiness, _simulation
+
+
+@pytest.fixture(autouse=True)
+def restore_everything() -> Iterator[None]:
+    """Whatever a test does in-process, the runner's interpreter gets its own functions and environment back."""
+    saved_env = dict(os.environ)
+    originals = (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes)
+    saved_secrets = {name: getattr(secrets, name) for name in ("token_bytes", "token_hex", "choice", "randbits")}
+    yield
+    urandom_shim.deactivate()
+    _simulation.override(None)
+    _readiness.reset()
+    os.environ.clear()
+    os.environ.update(saved_env)
+    assert (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes) == originals
+    assert {name: getattr(secrets, name) for name in saved_secrets} == saved_secrets
+    assert os.urandom is posix.urandom
+
+
+def engage(policy: str, trigger: Path) -> None:
+    trigger.touch()
+    _simulation.override(_simulation.parse(f"unready-until-file:{trigger}"))
+    _readiness.reset()
+    urandom_shim.activate(policy, timeout=0, on_timeout="raise", warn_after=None)
+
+
+# Each operation: (name, call). Sizes come from Hypothesis; invalid ones must fail exactly like the interpreter.
+def operations(size: int, k: int) -> list[tuple[str, Callable[[], Any]]]:
+    from os import urandom as aliased  # an alias taken while the shim is engaged
+
+    return [
+        ("os.urandom", lambda: os.urandom(size)),
+        ("alias", lambda: aliased(size)),
+        ("SystemRandom.random", lambda: random.SystemRandom().random()),
+        ("SystemRandom.getrandbits", lambda: random.SystemRandom().getrandbits(k)),
+        ("secrets.token_bytes", lambda: secrets.token_bytes(size)),
+        ("secrets.token_hex", lambda: secrets.token_hex(size)),
+        ("secrets.token_urlsafe", lambda: secrets.token_urlsafe(size)),
+        ("secrets.choice", lambda: secrets.choice("abc")),
+        ("secrets.randbelow", lambda: secrets.randbelow(k + 1)),
+        ("secrets.randbits", lambda: secrets.randbits(k)),
+        ("uuid.uuid4", lambda: uuid.uuid4()),
+        ("urllib.request._randombytes", lambda: urllib.request._randombytes(size)),
+    ]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    policy=st.sampled_from(["pep524", "pep522"]),
+    steps=st.lists(st.tuples(st.integers(0, 11), st.integers(-2, 70), st.integers(0, 200)), min_size=1, max_size=25),
+    ready_at=st.integers(0, 25),
+)
+def test_no_call_returns_bytes_while_unready_under_pep524_and_pep522(
+    tmp_path: Path, policy: str, steps: list[tuple[int, int, int]], ready_at: int
+) -> None:
+    trigger = tmp_path / "unready"
+    engage(policy, trigger)
+    try:
+        for index, (op, size, k) in enumerate(steps):
+            if index == ready_at:
+                trigger.unlink()
+            unready = trigger.exists()
+            name, call = operations(size, k)[op]
+            try:
+                result = call()
+            except BlockingIOError as exc:
+                assert unready, f"{name} raised BlockingIOError after the CRNG was ready"
+                assert str(exc).startswith("system random number generator is not ready")
+                continue
+            except (ValueError, TypeError, OverflowError):
+                assert size < 0 or k < 0, f"{name} failed on valid input"
+                continue
+            assert not unready, f"{name} returned {result!r} while the CRNG was unready under {policy}"
+    finally:
+        urandom_shim.deactivate()
+        trigger.unlink(missing_ok=True)
+
+
+@settings(max_examples=30, deadline=None)
+@given(policy=st.sampled_from(["native", "pep524", "pep522", "legacy"]), seed_none=st.booleans())
+def test_random_seeding_never_blocks_or_raises_under_any_policy(
+    tmp_path_factory: Any, policy: str, seed_none: bool
+) -> None:
+    trigger = tmp_path_factory.mktemp("seed") / "unready"
+    engage(policy, trigger)
+    try:
+        generator = random.Random()
+        if seed_none:
+            generator.seed(None)
+            random.seed()
+        assert 0 <= generator.random() < 1
+    finally:
+        urandom_shim.deactivate()
+
+
+# -- start-up never breaks ----------------------------------------------------------------------------------------
+
+env_text = st.text(
+    alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12
+) | st.sampled_from(["native", "pep524", "pep522", "legacy", "none", "nan", "-1", "1e999", "raise", "fallback", ""])
+
+VARIABLES = [
+    "URANDOM_POLICY",
+    "URANDOM_SHIM_TIMEOUT",
+    "URANDOM_SHIM_ON_TIMEOUT",
+    "URANDOM_SHIM_WARN_AFTER",
+    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",
+    "URANDOM_SHIM_SIMULATE",
+]
+
+
+@pytest.fixture(scope="module")
+def first_shim(venvs: Any) -> Venv:
+    found = find_python(python_specs()[0])
+    if found is None:
+        pytest.skip("no interpreter to test start-up with")
+    venv: Venv = venvs(found, "shim")
+    return venv
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(values=st.fixed_dictionaries({}, optional={name: env_text for name in VARIABLES}))
+def test_start_up_never_breaks_whatever_the_environment_holds(first_shim: Venv, values: dict[str, str]) -> None:
+    env = {"URANDOM_SHIM_SIMULATE": "unready-forever", **values}
+    result = first_shim.run("-c", "import random; print('alive')", env=env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "alive\n"
+    for line in result.stderr.splitlines():
+        assert line.startswith("urandom-shim: "), line
+    settings_line = first_shim.run(
+        "-c", "import urandom_shim; print(urandom_shim.current_settings().policy.value.name)", env=env
+    )
+    assert settings_line.stdout.strip() in {"native", "pep524", "pep522", "legacy"}, settings_line.stderr
