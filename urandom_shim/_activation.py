@@ -212,11 +212,11 @@ class Engine:
         if key in self._warned:  # one line per call site, not one per thread
             return
         self._warned.add(key)
-        fail_fast = "" if self.settings.policy_value is PEP522 else "to fail fast instead set URANDOM_POLICY=pep522; "
+        fail_fast = "" if self.settings.policy_value is PEP522 else "To fail fast instead, set URANDOM_POLICY=pep522. "
         emit(
             f"{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
-            f"{self._policy_phrase()}. It returns as soon as the kernel is ready. To change that, {fail_fast}"
-            f"to bound the wait set URANDOM_SHIM_TIMEOUT=SECONDS; to end it, {ENTROPY_HINT}.{self._simulation_note()}"
+            f"{self._policy_phrase()}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
+            f"URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {ENTROPY_HINT}.{self._simulation_note()}"
         )
 
     def _not_ready_error(self, call: str) -> BlockingIOError:
