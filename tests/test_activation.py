@@ -321,3 +321,95 @@ def test_runtime_api_is_importable_lazily(shim: Venv) -> None:
     result = py(shim, code, {"URANDOM_POLICY": "pep524"})
     assert result.stdout == "pep524 environment variable URANDOM_POLICY True ready\n", result.stderr
     assert sys.version_info >= (3, 8)
+
+
+# -- regressions found in review ------------------------------------------------------------------------------------
+
+
+def test_python_dash_m_secrets_and_loader_introspection_work_on_the_ready_path(shim: Venv, bare: Venv) -> None:
+    for venv in (shim, bare):
+        result = venv.run("-m", "secrets")
+        assert result.returncode == 0 and result.stderr == "", result.stderr
+    code = "import importlib.util; print(len(importlib.util.find_spec('secrets').loader.get_source('secrets')) > 0)"
+    assert py(shim, code).stdout == "True\n"
+
+
+def test_python_dash_m_random_works_on_the_unready_path(shim: Venv) -> None:
+    result = shim.run("-m", "random", env={"URANDOM_POLICY": "pep524", **UNREADY}, timeout=60)
+    assert result.returncode == 0, result.stderr
+
+
+def test_a_lazy_module_that_fails_to_load_does_not_stop_activation(shim: Venv) -> None:
+    lazy = shim.site_packages / "aaa_test_lazy.pth"
+    lazy.write_text(
+        'import os; exec("import sys, importlib.util as u\\n'
+        "spec = u.spec_from_loader('broken_lazy', u.LazyLoader(type('L', (), {'create_module': lambda s, sp: None, "
+        "'exec_module': lambda s, m: 1 / 0})()))\\n"
+        "m = u.module_from_spec(spec); sys.modules['broken_lazy'] = m; spec.loader.exec_module(m)\") "
+        "if os.environ.get('URANDOM_SHIM_TEST_LAZY') else None\n"
+    )
+    env = {"URANDOM_SHIM_TEST_LAZY": "1", "URANDOM_POLICY": "pep522", **UNREADY}
+    result = py(shim, "import os, secrets, sys; print(type(sys.modules['broken_lazy']).__name__); os.urandom(1)", env)
+    assert "_LazyModule" in result.stdout, result.stderr
+    assert "not active" not in result.stderr, result.stderr
+    assert result.stderr.rstrip().splitlines()[-1].startswith("BlockingIOError: system random number generator")
+
+
+def test_a_huge_timeout_is_accepted_and_waits_normally(shim: Venv) -> None:
+    spec, deadline = window(0.5)
+    env = {
+        "URANDOM_POLICY": "pep524",
+        "URANDOM_SHIM_SIMULATE": spec,
+        "URANDOM_SHIM_TIMEOUT": "1e10",
+        "URANDOM_SHIM_WARN_AFTER": "1e10",
+    }
+    result = py(shim, "import os, time; os.urandom(1); print(time.monotonic())", env)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) >= deadline
+
+
+def test_runtime_activate_keeps_a_programs_explicit_seed(shim: Venv) -> None:
+    code = (
+        "import random, urandom_shim\n"
+        "random.seed(42); expected = [random.random() for _ in range(3)]\n"
+        "random.seed(42); urandom_shim.activate('pep524')\n"
+        "print([random.random() for _ in range(3)] == expected)"
+    )
+    assert py(shim, code, UNREADY).stdout == "True\n"
+
+
+def test_zero_byte_requests_behave_as_the_interpreter_does(shim: Venv) -> None:
+    code = "import os, secrets; print(os.urandom(0), repr(secrets.token_hex(0)))"
+    for policy in ("pep522", "pep524"):
+        result = py(shim, code, {"URANDOM_POLICY": policy, **UNREADY}, timeout=10)
+        assert result.stdout == "b'' ''\n", result.stderr
+
+
+def test_secrets_functions_imported_by_name_before_the_shim_still_wait_under_pep522(shim: Venv) -> None:
+    pth = shim.site_packages / "aaa_test_fromsecrets.pth"
+    pth.write_text(
+        "import os; exec('import builtins; from secrets import token_bytes; builtins._early_token_bytes = token_bytes') "
+        "if os.environ.get('URANDOM_SHIM_TEST_FROMSECRETS') else None\n"
+    )
+    # The alias above lives in builtins, a module, so it is found by the scan; the call must wait, not raise.
+    spec, deadline = window(0.8)
+    env = {"URANDOM_SHIM_TEST_FROMSECRETS": "1", "URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": spec}
+    result = py(shim, "import time; _early_token_bytes(8); print(time.monotonic())", env)
+    assert result.returncode == 0, result.stderr
+    assert float(result.stdout) >= deadline
+
+
+def test_undo_leaves_alone_an_attribute_someone_else_patched_later(shim: Venv) -> None:
+    code = (
+        "import os, secrets, urandom_shim\n"
+        "from unittest import mock\n"
+        "with mock.patch('os.urandom', return_value=b'x') as m:\n"
+        "    secrets.wait_for_system_rng()\n"
+        "    print(os.urandom(1))\n"
+        "print(len(os.urandom(3)))\n"
+    )
+    spec, _deadline = window(0.5)
+    result = py(shim, code, {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": spec})
+    # The mock survives the transition to ready; when it exits it puts back the wrapper it found, which now
+    # passes every call straight to the interpreter's own function.
+    assert result.stdout == "b'x'\n3\n", result.stderr

@@ -160,6 +160,11 @@ class _ChainedLoader:
         self.loader.exec_module(module)  # type: ignore[attr-defined]
         self.hook.fire(self.name, module)
 
+    def __getattr__(self, name: str) -> object:
+        # Everything else (get_code, get_source, is_package, get_resource_reader ...) is the real loader's, so that
+        # runpy (`python -m secrets`), inspect and importlib.resources work as without the shim.
+        return getattr(self.loader, name)
+
 
 class _PostImportHook:
     """A meta path finder that runs callbacks right after a watched module is executed.

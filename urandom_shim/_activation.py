@@ -53,30 +53,45 @@ class Engine:
 
     # -- install and undo ----------------------------------------------------------------------------------------
 
-    def engage(self) -> None:
-        """Install the policy, unless the CRNG is already ready (then nothing needs changing)."""
+    def engage(self, reseed_loaded_random: bool = True) -> None:
+        """Install the policy, unless the CRNG is already ready (then nothing needs changing).
+
+        ``random._inst`` was seeded from time and pid if ``random`` was imported while the CRNG was unready; it is
+        reseeded from the kernel when ``random`` is imported after this, and, with ``reseed_loaded_random``, when it
+        was imported before (at start-up, by another ``.pth``). :func:`activate` at runtime passes False so that a
+        program's own ``random.seed(42)`` is never overridden.
+        """
         if self.engaged or self.settings.policy_value is NATIVE or _readiness.is_ready():
             return
         import os
 
         self.engaged = True
-        patcher = self.patcher
-        patcher.set(os, "urandom", _patching.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom"))
-        _patching.patch_all_loaded_aliases(self, patcher)
-        for name, patch in (
-            ("random", _patching.patch_random),
-            ("secrets", _patching.patch_secrets),
-            ("urllib.request", _patching.patch_aliases),
-        ):
-            callback = self._module_callback(patch)
-            self._callbacks.append(callback)
-            _startup.after_import(name, callback)
-        _readiness.on_ready(self.disengage)
+        self.patcher = patcher = _patching.Patcher()
+        _readiness.on_ready(self.disengage)  # first, so that a failure below still ends in a full restore
+        try:
+            patcher.set(os, "urandom", _patching.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom"))
+            _patching.patch_all_loaded_aliases(self, patcher)
+            for name, patch in (
+                ("random", _patching.patch_random),
+                ("secrets", _patching.patch_secrets),
+                ("urllib.request", _patching.patch_aliases),
+            ):
+                already = name in sys.modules
+                callback = self._module_callback(patch, reseed=reseed_loaded_random or not already)
+                self._callbacks.append(callback)
+                _startup.after_import(name, callback)
+        except BaseException:
+            self.disengage()
+            raise
 
-    def _module_callback(self, patch: Callable[[Engine, _patching.Patcher, ModuleType], None]) -> Callable[..., None]:
+    def _module_callback(
+        self, patch: Callable[[Engine, _patching.Patcher, ModuleType], None], reseed: bool
+    ) -> Callable[..., None]:
         def callback(module: ModuleType) -> None:
             if self.engaged:
                 patch(self, self.patcher, module)
+                if reseed and patch is _patching.patch_random:
+                    self.reseed_module_instance(module)
 
         return callback
 
@@ -107,8 +122,9 @@ class Engine:
                 size = operator.index(size)
             except TypeError:
                 return original(*args)  # the interpreter raises its own TypeError
-        if size < 0 or size > sys.maxsize:
-            return original(size)  # ValueError or OverflowError, raised before any read
+        if size <= 0 or size > sys.maxsize:
+            # ValueError or OverflowError, raised before any read; or b"" for 0, which never touches the kernel.
+            return original(size)
         context = getattr(self._local, "site", None)
         if context is None:
             user = _patching.ALIAS_USERS.get(name)
@@ -140,20 +156,22 @@ class Engine:
         if todo == UNTOUCHED:
             return None
         if todo == BEST_EFFORT:
-            return _readiness.best_effort_seed()
+            return _best_effort_seed_or_none()
         if todo == RAISE:
             raise self._not_ready_error(call)
         assert todo == WAIT
         if self._wait(call):
             return None
-        return _readiness.best_effort_seed() if self._fallback(call) else None
+        return _best_effort_seed_or_none() if self._fallback(call) else None
 
     def reseed_module_instance(self, random_module: ModuleType) -> None:
         """``import random`` seeded ``random._inst`` from time and pid (bpo-32580): reseed from the kernel."""
         inst = getattr(random_module, "_inst", None)
         todo = action(self.settings.policy_value, SEED_INSTANCE)
         if inst is not None and todo == BEST_EFFORT and not _readiness.is_ready():
-            inst.seed(_readiness.best_effort_seed())
+            seed = _best_effort_seed_or_none()
+            if seed is not None:
+                inst.seed(seed)
 
     # -- the actions -------------------------------------------------------------------------------------------------
 
@@ -239,6 +257,15 @@ class Engine:
         return error
 
 
+def _best_effort_seed_or_none() -> int | None:
+    """A seed from best-effort kernel bytes; None (the interpreter's own time-and-pid seeding) if even those can't be
+    had, say on a kernel before 5.6 in a chroot without /dev/urandom. Seeding never blocks or raises."""
+    try:
+        return _readiness.best_effort_seed()
+    except OSError:
+        return None
+
+
 _engine: Engine | None = None
 
 
@@ -300,7 +327,7 @@ def activate(
         _startup.activated_by = "runtime"
     _startup.add_wait_for_system_rng()
     _engine = Engine(Settings(**fields))
-    _engine.engage()
+    _engine.engage(reseed_loaded_random=False)
     return _engine.settings
 
 

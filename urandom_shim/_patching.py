@@ -39,26 +39,43 @@ SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "ran
 
 
 class Patcher:
-    """An undo log. ``set`` records the original the first time an attribute is patched; ``undo`` restores all."""
+    """An undo log. ``set`` records the original the first time an attribute is patched; ``undo`` restores all.
+
+    ``undo`` restores an attribute only if it still holds our wrapper: whoever patched it after us (``mock.patch``,
+    another shim) keeps theirs. Once undone, a patcher is closed, so a post-import hook that races the transition to
+    ready cannot patch again behind it.
+    """
 
     def __init__(self) -> None:
-        self._log: list[tuple[object, str, object]] = []
+        self._log: list[tuple[object, str, object, object]] = []  # (object, attribute, original, ours)
         self._patched: set[tuple[int, str]] = set()
-        self._lock = _thread.allocate_lock()
+        self._lock = _thread.RLock()
+        self.closed = False
 
     def set(self, obj: object, attr: str, value: object) -> None:
         with self._lock:
+            if self.closed:
+                return
             key = (id(obj), attr)
-            if key not in self._patched:
+            if key in self._patched:
+                for index, (o, a, original, _ours) in enumerate(self._log):
+                    if o is obj and a == attr:
+                        self._log[index] = (o, a, original, value)
+            else:
                 original = vars(obj).get(attr, _MISSING)
-                self._log.append((obj, attr, unwrap(original)))
+                self._log.append((obj, attr, unwrap(original), value))
                 self._patched.add(key)
+                if self not in _live:
+                    _live.append(self)
             setattr(obj, attr, value)
 
     def undo(self) -> None:
         with self._lock:
+            self.closed = True
             while self._log:
-                obj, attr, original = self._log.pop()
+                obj, attr, original, ours = self._log.pop()
+                if vars(obj).get(attr, _MISSING) is not ours:
+                    continue  # patched again by someone else since: theirs stays
                 if original is _MISSING:
                     try:
                         delattr(obj, attr)
@@ -67,9 +84,23 @@ class Patcher:
                 else:
                     setattr(obj, attr, original)
             self._patched.clear()
+            if self in _live:
+                _live.remove(self)
 
     def __len__(self) -> int:
         return len(self._log)
+
+
+_live: list[Patcher] = []
+
+
+def _after_fork_in_child() -> None:
+    for patcher in _live:
+        patcher._lock = _thread.RLock()  # another thread may have held it when the process forked
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 _wrappers: dict[int, Callable[..., Any]] = {}  # id -> wrapper, to recognise our own without touching foreign objects
@@ -147,14 +178,22 @@ def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., 
     return _dress(seed, original, "random.Random.seed")
 
 
+def namespace(module: object) -> dict[str, object] | None:
+    """A loaded module's globals, read without triggering anything: lazy modules (importlib.util.LazyLoader) load on
+    attribute access, and may fail doing so."""
+    if not isinstance(module, type(sys)):
+        return None
+    try:
+        found = object.__getattribute__(module, "__dict__")
+    except Exception:  # noqa: BLE001
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def module_aliases(module: ModuleType) -> list[str]:
     """Names in ``module`` bound to the interpreter's os.urandom or to one of our os.urandom wrappers."""
-    try:
-        namespace = vars(module)
-    except TypeError:
-        return []
     names = []
-    for name, value in list(namespace.items()):
+    for name, value in list((namespace(module) or {}).items()):
         if value is NATIVE_URANDOM or (is_wrapper(value) and unwrap(value) is NATIVE_URANDOM):
             names.append(name)
     return names
@@ -162,8 +201,8 @@ def module_aliases(module: ModuleType) -> list[str]:
 
 def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
     """Point every alias of os.urandom that ``module`` holds at a wrapper labelled with the module and name."""
-    mod_name = getattr(module, "__name__", "?")
-    if mod_name in ("posix", "nt") or (isinstance(mod_name, str) and mod_name.startswith("urandom_shim")):
+    mod_name = (namespace(module) or {}).get("__name__", "?")
+    if not isinstance(mod_name, str) or mod_name in ("posix", "nt") or mod_name.startswith("urandom_shim"):
         return
     for name in module_aliases(module):
         patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
@@ -172,8 +211,12 @@ def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
 def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
     """Cover aliases held by modules imported before the shim engaged (another ``.pth``, a sitecustomize)."""
     for module in list(sys.modules.values()):
-        if module is not None:
+        try:
             patch_aliases(engine, patcher, module)
+        except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
+            from ._messages import emit
+
+            emit(f"could not check module {module!r} for aliases of os.urandom ({type(exc).__name__}: {exc}).")
 
 
 def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
@@ -188,14 +231,24 @@ def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
         patcher.set(cls, "seed", wrapped_seed)
         if rebind:
             patcher.set(module, "seed", wrapped_seed.__get__(inst, type(inst)))
-    engine.reseed_module_instance(module)
 
 
 def patch_secrets(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
     from ._policies import SECRETS
 
     patch_aliases(engine, patcher, module)
+    replaced: dict[int, tuple[object, object]] = {}
     for name in SECRETS_FUNCTIONS:
         original = vars(module).get(name)
         if original is not None and callable(original):
-            patcher.set(module, name, site_wrapper(engine, original, f"secrets.{name}", SECRETS))
+            wrapper = site_wrapper(engine, original, f"secrets.{name}", SECRETS)
+            patcher.set(module, name, wrapper)
+            replaced[id(original)] = (original, wrapper)
+    # `from secrets import token_bytes` in a module loaded before the shim engaged holds the unpatched function.
+    for other in list(sys.modules.values()):
+        if other is module:
+            continue
+        for name, value in list((namespace(other) or {}).items()):
+            found = replaced.get(id(value))
+            if found is not None and found[0] is value:
+                patcher.set(other, name, found[1])

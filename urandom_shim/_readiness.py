@@ -53,7 +53,7 @@ def kernel_state() -> str:
         if exc.errno in (errno.ENOSYS, errno.EPERM):  # old kernel, or a seccomp filter: the interpreter can't tell
             _settled = UNKNOWN
             return _settled
-        return UNKNOWN  # something odd; ask again next time
+        return UNKNOWN  # something odd: counts as ready, like the interpreter, which raises the same error itself
     _settled = READY
     return _settled
 
@@ -78,24 +78,29 @@ def is_ready() -> bool:
     return state() != UNREADY
 
 
+_listeners_lock = _thread.RLock()
+
+
 def on_ready(callback: Callable[[], None]) -> None:
     """Call ``callback`` once, in whichever thread first sees the CRNG ready (at once if it already is)."""
-    if _ready:
-        callback()
-    else:
-        _listeners.append(callback)
+    with _listeners_lock:
+        if not _ready:
+            _listeners.append(callback)
+            return
+    callback()
 
 
 def _mark_ready() -> None:
     global _ready
-    if _ready:
-        return
-    _ready = True
-    while _listeners:
+    with _listeners_lock:
+        if _ready:
+            return
+        _ready = True
+        callbacks = _listeners[:]
+        del _listeners[:]
+    for callback in callbacks:
         try:
-            _listeners.pop(0)()
-        except IndexError:  # another thread emptied the list
-            break
+            callback()
         except Exception as exc:  # noqa: BLE001 - a listener must not turn a random call into a crash
             from ._messages import emit
 
@@ -131,16 +136,19 @@ def _wait_kernel(seconds: float | None) -> None:
         if done is None:
             done = _thread.allocate_lock()
             done.acquire()
-            _kernel_done = done
+            # Publish the lock only once its releaser exists: a thread that can't start (at interpreter shutdown,
+            # at a thread limit) must not leave every later waiter blocked on a lock nobody will release.
             _thread.start_new_thread(_block_in_kernel, (done,))
+            _kernel_done = done
     # Lock acquisition is interruptible by signals, so Ctrl-C raises KeyboardInterrupt here promptly.
-    if done.acquire(True, -1 if seconds is None else seconds):
+    if done.acquire(True, -1 if seconds is None else min(seconds, _thread.TIMEOUT_MAX)):
         done.release()  # let every other waiter through too
 
 
 def _after_fork_in_child() -> None:
-    global _guard, _kernel_done
+    global _guard, _kernel_done, _listeners_lock
     _guard = _thread.allocate_lock()
+    _listeners_lock = _thread.RLock()
     _kernel_done = None  # the helper thread did not survive the fork
 
 
