@@ -410,3 +410,14 @@ def test_undo_leaves_alone_an_attribute_someone_else_patched_later(shim: Venv) -
     # The mock survives the transition to ready; when it exits it puts back the wrapper it found, which now
     # passes every call straight to the interpreter's own function.
     assert result.stdout == "b'x'\n3\n", result.stderr
+
+
+@pytest.mark.parametrize("env", [{}, {"URANDOM_POLICY": "legacy", **UNREADY}], ids=["ready", "unready-legacy"])
+def test_start_up_emits_no_warning_under_dev_mode_and_warnings_as_errors(shim: Venv, env: dict[str, str]) -> None:
+    result = shim.run(
+        "-c",
+        "import secrets, random, tempfile; secrets.token_hex(); random.random()",
+        env=env,
+        flags=("-X", "dev", "-W", "error"),
+    )
+    assert result.returncode == 0 and result.stderr == "", result.stderr
