@@ -164,7 +164,8 @@ def make_venv(python: Path, path: Path, wheel: Path | None, editable: Path | Non
     venv = Venv(path)
     if wheel is not None:
         result = subprocess.run(
-            [str(venv.python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", str(wheel)],
+            # With its dependencies (tomli on Python < 3.11), from the package index, as a user installs it.
+            [str(venv.python), "-m", "pip", "install", "-q", str(wheel)],
             capture_output=True,
             text=True,
             env=clean_env(),

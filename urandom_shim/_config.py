@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import sys
 
+from . import _sources
 from ._policies import (
     BY_NAME,
     ON_TIMEOUT_CHOICES,
@@ -42,6 +43,7 @@ ENV_WARN_AFTER = "URANDOM_SHIM_WARN_AFTER"
 ENV_SEED_RANDOM_INSTANCES = "URANDOM_SHIM_SEED_RANDOM_INSTANCES"
 ENV_DISABLE = "URANDOM_SHIM_DISABLE"
 ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"
+ENV_CONFIG = "URANDOM_SHIM_CONFIG"
 
 
 class InvalidValue(ValueError):
@@ -66,7 +68,7 @@ def _near_miss(text: str, valid: tuple[str, ...]) -> str:
     return ""
 
 
-def parse_policy(value: object) -> object:
+def parse_policy(value: object, from_text: bool = True) -> object:
     if isinstance(value, str) and value in BY_NAME:
         return BY_NAME[value]
     names = tuple(p.name for p in POLICIES)
@@ -74,13 +76,13 @@ def parse_policy(value: object) -> object:
     raise InvalidValue(value, _choices(names), hint)
 
 
-def _parse_seconds(value: object, allow_none: bool = True) -> object:
-    if value is None and allow_none:
+def _parse_seconds(value: object, from_text: bool = True) -> object:
+    """Seconds: a finite number >= 0, or "none" (no limit). From a variable, text is converted; from TOML, a string
+    other than "none" is a wrong type."""
+    if value is None or value == "none":
         return None
     number: float | None = None
-    if isinstance(value, str):
-        if value == "none" and allow_none:
-            return None
+    if isinstance(value, str) and from_text:
         try:
             number = float(value)
         except ValueError:
@@ -88,20 +90,20 @@ def _parse_seconds(value: object, allow_none: bool = True) -> object:
     elif isinstance(value, (int, float)) and not isinstance(value, bool):
         number = float(value)
     if number is None or number != number or number in (float("inf"), float("-inf")) or number < 0:
-        raise InvalidValue(value, "a finite number of seconds >= 0" + (", or 'none'" if allow_none else ""))
+        raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'")
     return number
 
 
-def parse_timeout(value: object) -> object:
-    return _parse_seconds(value)
+def parse_timeout(value: object, from_text: bool = True) -> object:
+    return _parse_seconds(value, from_text)
 
 
-def parse_warn_after(value: object) -> object:
-    return _parse_seconds(value)
+def parse_warn_after(value: object, from_text: bool = True) -> object:
+    return _parse_seconds(value, from_text)
 
 
-def _parse_choice(values: tuple[str, ...]) -> Callable[[object], object]:
-    def parse(value: object) -> object:
+def _parse_choice(values: tuple[str, ...]) -> Callable[..., object]:
+    def parse(value: object, from_text: bool = True) -> object:
         if isinstance(value, str) and value in values:
             return value
         hint = _near_miss(value, values) if isinstance(value, str) else ""
@@ -114,7 +116,7 @@ parse_on_timeout = _parse_choice(ON_TIMEOUT_CHOICES)
 parse_seed_random_instances = _parse_choice(SEED_CHOICES)
 
 #: key -> (environment variable, parser)
-KEYS: dict[str, tuple[str, Callable[[object], object]]] = {
+KEYS: dict[str, tuple[str, Callable[..., object]]] = {
     "policy": (ENV_POLICY, parse_policy),
     "timeout": (ENV_TIMEOUT, parse_timeout),
     "on_timeout": (ENV_ON_TIMEOUT, parse_on_timeout),
@@ -129,34 +131,194 @@ def environment_ignored(flags: object = None) -> bool:
     return bool(getattr(flags, "ignore_environment", 0) or getattr(flags, "isolated", 0))
 
 
-def resolve(environ: Mapping[str, str] | None = None, flags: object = None) -> tuple[Settings, list[str]]:
+#: Keys that only the environment's and the machine's files take.
+ADMIN_KEYS = ("allow_weak", "program")
+
+
+def _valid_keys(admin: bool) -> str:
+    return ", ".join(repr(k) for k in (*KEYS, *(ADMIN_KEYS if admin else ())))
+
+
+class _Resolution:
+    """Collects settings top to bottom: the first source that sets a key wins; every problem is one message."""
+
+    def __init__(self) -> None:
+        self.found: dict[str, Setting] = {}
+        self.bad: list[tuple[str, str, InvalidValue, bool]] = []  # (source, key, error, from a variable)
+        self.messages: list[str] = []
+
+    def offer(self, key: str, raw: object, source: str, from_text: bool) -> None:
+        _variable, parse = KEYS[key]
+        try:
+            value = parse(raw, from_text)
+        except InvalidValue as exc:
+            self.bad.append((source, key, exc, from_text))
+            return
+        self.found.setdefault(key, Setting(value, source))
+
+    def layer(self, layer: _sources.Layer, admin: bool, program: str | None) -> None:
+        self.messages.extend(layer.problems)
+        values = dict(layer.values)
+        rules = values.pop("program", None) if admin else None
+        values.pop("allow_weak", None) if admin else None
+        if rules is not None:
+            self._programs(layer, rules, program)
+        for key, raw in values.items():
+            if key in KEYS:
+                self.offer(key, raw, layer.label, from_text=False)
+            else:
+                where = (
+                    "it is only honoured in the environment's and the machine's files"
+                    if key in ADMIN_KEYS
+                    else f"valid keys are {_valid_keys(admin)}"
+                )
+                self.messages.append(f"{layer.label}: unknown key {key!r} ({where}); ignoring it.")
+
+    def _programs(self, layer: _sources.Layer, rules: object, program: str | None) -> None:
+        if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
+            self.messages.append(
+                f"{layer.label}: 'program' must be an array of tables ([[program]]), not {type(rules).__name__}; "
+                "ignoring the rules."
+            )
+            return
+        for index, rule in enumerate(rules):
+            pattern = rule.get("match")
+            label = f"{layer.label} [[program]] #{index + 1}"
+            if not isinstance(pattern, str) or not pattern:
+                self.messages.append(
+                    f"{label}: match = {pattern!r} is not valid; expected a glob on a script's file name or an "
+                    "-m module's name, such as 'cron-helper*'; ignoring this rule."
+                )
+                continue
+            if program is None or not _glob(pattern, program):
+                continue
+            label = f"{layer.label} [[program]] match = {pattern!r}"
+            for key, raw in rule.items():
+                if key == "match":
+                    continue
+                if key in KEYS:
+                    self.offer(key, raw, label, from_text=False)
+                else:
+                    self.messages.append(
+                        f"{label}: unknown key {key!r} (valid keys are {_valid_keys(False)}); ignoring it."
+                    )
+
+    def settings(self) -> Settings:
+        return Settings(**self.found)
+
+
+def _glob(pattern: str, name: str) -> bool:
+    import fnmatch  # only on the unready path, and only when there are [[program]] rules
+
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
+    """The label of a floor (``allow_weak = false``) that ``layer`` sets, if it does."""
+    if "allow_weak" not in layer.values:
+        return None
+    value = layer.values["allow_weak"]
+    if not isinstance(value, bool):
+        messages.append(
+            f"{layer.label}: allow_weak = {value!r} is not valid; expected true or false; ignoring it, so there is "
+            "no floor from this file."
+        )
+        return None
+    return None if value else f"{layer.label} (allow_weak = false)"
+
+
+def resolve(
+    environ: Mapping[str, str] | None = None,
+    flags: object = None,
+    argv: object = None,
+    *,
+    environment_file: str | None = None,
+    machine_file: str | None = None,
+) -> tuple[Settings, list[str]]:
     """The effective settings, each with its source, and the problems found on the way (one message each).
 
-    Reads top to bottom, highest precedence first; the first source that sets a key wins.
+    Reads top to bottom, highest precedence first; the first source that sets a key wins. The environment's and the
+    machine's files may also set a floor (``allow_weak = false``) that no source can go below.
     """
     environ = os.environ if environ is None else environ
-    problems: list[tuple[str, str, InvalidValue]] = []
-    found: dict[str, Setting] = {}
-    if not environment_ignored(flags):
-        for key, (variable, parse) in KEYS.items():
+    ignore_environment = environment_ignored(flags)
+    resolution = _Resolution()
+    messages = resolution.messages
+    who = _sources.invocation(argv)
+    if who.problem is not None and not ignore_environment:
+        messages.append(who.problem)
+
+    # 1. The environment.
+    if not ignore_environment:
+        for key, (variable, _parse) in KEYS.items():
             raw = environ.get(variable)
-            if raw is None:
-                continue
-            source = f"environment variable {variable}"
-            try:
-                found[key] = Setting(parse(raw), source)
-            except InvalidValue as exc:
-                problems.append((source, key, exc))
-    settings = Settings(**found)
-    return settings, [_describe(source, key, exc, settings) for source, key, exc in problems]
+            if raw is not None:
+                resolution.offer(key, raw, f"environment variable {variable}", from_text=True)
+    # 2. The file named by URANDOM_SHIM_CONFIG.
+    named = None if ignore_environment else environ.get(ENV_CONFIG)
+    if named:
+        layer = _sources.read_file(named, f"{named} (from {ENV_CONFIG})", required=True)
+        if layer is not None:
+            resolution.layer(layer, admin=False, program=who.program)
+    # 3. The project's pyproject.toml.
+    if not ignore_environment:
+        path, problem = _sources.find_pyproject(who.anchor)
+        if problem is not None:
+            messages.append(problem)
+        project = None if path is None else _sources.read_pyproject(path)
+        if project is not None:
+            resolution.layer(project, admin=False, program=who.program)
+    # 4. The user's file.
+    path = _sources.user_file(environ, ignore_environment)
+    user = _sources.read_file(path, f"{path} (user file)", required=False)
+    if user is not None:
+        resolution.layer(user, admin=False, program=who.program)
+    # 5. The environment's file, then the machine's: these may hold [[program]] rules and a floor.
+    floors = []
+    for path, kind in (
+        (environment_file or _sources.environment_file(), "environment file"),
+        (machine_file or _sources.machine_file(environ, ignore_environment), "machine file"),
+    ):
+        layer = _sources.read_file(path, f"{path} ({kind})", required=False)
+        if layer is None:
+            continue
+        floor = _floor(layer, messages)
+        if floor is not None:
+            floors.append(floor)
+        resolution.layer(layer, admin=True, program=who.program)
+    # 6. The default (Settings fills it in).
+    settings = resolution.settings()
+    for source, key, exc, from_text in resolution.bad:
+        messages.append(_describe(source, key, exc, settings, from_text))
+    if floors:
+        _apply_floor(settings, floors[0], messages)
+    return settings, messages
 
 
-def _describe(source: str, key: str, exc: InvalidValue, settings: Settings) -> str:
+def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:
+    from ._policies import LEGACY, PEP524
+
+    if settings.policy.value is LEGACY:
+        messages.append(
+            f"policy 'legacy' from {settings.policy.source} is below the floor set by {floor}, which forbids weak "
+            "bytes; using 'pep524' instead."
+        )
+        settings.policy = Setting(PEP524, f"{floor}, instead of 'legacy' from {settings.policy.source}")
+    if settings.on_timeout.value == "fallback":
+        messages.append(
+            f"on_timeout 'fallback' from {settings.on_timeout.source} is below the floor set by {floor}, which "
+            "forbids weak bytes; using 'raise' instead."
+        )
+        settings.on_timeout = Setting("raise", f"{floor}, instead of 'fallback' from {settings.on_timeout.source}")
+
+
+def _describe(source: str, key: str, exc: InvalidValue, settings: Settings, from_variable: bool) -> str:
     """One line: the source, the key and bad value, the valid choices, and what the shim does instead."""
     effective: Setting = getattr(settings, key)
     shown = str(effective.value) if key == "policy" else effective.value
     instead = "none" if shown is None else repr(shown)
+    what = f"{source}={exc.value!r}" if from_variable else f"{source}: {key} = {exc.value!r}"
     return (
-        f"{source}={exc.value!r} is not a valid {key}; expected {exc.expected}{exc.hint}; "
+        f"{what} is not a valid {key}; expected {exc.expected}{exc.hint}; "
         f"ignoring it, so {key} is {instead} from {effective.source}."
     )

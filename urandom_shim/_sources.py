@@ -1,0 +1,240 @@
+"""Configuration sources: finding and reading them, never failing.
+
+Each reader returns a :class:`Layer`: the raw values it found (key -> value), a label that names the source (a
+variable, or a file and table), and the problems it met (one message each). :mod:`urandom_shim._config` validates
+the values and applies precedence; this module only knows where configuration lives and how to read it safely.
+
+Files are capped at :data:`MAX_BYTES`, must be UTF-8 TOML, and are parsed with ``tomllib`` (3.11+) or ``tomli``.
+A file that was found by discovery and is absent is simply not there; the file named by ``URANDOM_SHIM_CONFIG`` must
+exist, because the user asked for it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Mapping
+
+MAX_BYTES = 1024 * 1024
+TABLE = "tool.urandom-shim"
+MACHINE_FILE = "/etc/urandom-shim.toml"
+
+
+class Layer:
+    """What one source said. ``values`` maps keys to raw (unvalidated) values."""
+
+    __slots__ = ("label", "path", "problems", "programs", "values")
+
+    def __init__(self, label: str, path: str | None = None) -> None:
+        self.label = label
+        self.path = path
+        self.values: dict[str, object] = {}
+        self.problems: list[str] = []
+        self.programs: list[dict[str, object]] = []
+
+
+def _loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+
+        loaded: dict[str, Any] = tomllib.loads(text)
+        return loaded
+    import tomli  # type: ignore[import-not-found,unused-ignore]  # a dependency on Python < 3.11 only
+
+    result: dict[str, Any] = tomli.loads(text)
+    return result
+
+
+def read_toml(path: str, label: str, required: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """(document, problem). ``document`` is None when the file is absent or unusable; ``problem`` says why."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except FileNotFoundError:
+        return None, (f"{label}: the file does not exist; ignoring it." if required else None)
+    except IsADirectoryError:
+        return None, f"{label}: is a directory, not a TOML file; ignoring it."
+    except PermissionError:
+        return None, f"{label}: permission denied while reading it; ignoring it."
+    except OSError as exc:  # a symlink loop (ELOOP), a name too long, an I/O error ...
+        return None, f"{label}: cannot be read ({exc.strerror or exc}); ignoring it."
+    if len(data) > MAX_BYTES:
+        return None, f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; ignoring it."
+    return parse_toml(data, label)
+
+
+def parse_toml(data: bytes, label: str) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, f"{label}: is not UTF-8 (byte {exc.start}); TOML files must be UTF-8; ignoring it."
+    try:
+        return _loads(text), None
+    except ImportError:
+        return None, f"{label}: cannot be read because tomli is not installed (pip install tomli); ignoring it."
+    except Exception as exc:  # noqa: BLE001 - tomllib.TOMLDecodeError, and anything a broken parser raises
+        return None, f"{label}: is not valid TOML ({exc}); ignoring it."
+
+
+# -- where the files are ---------------------------------------------------------------------------------------------
+
+
+def user_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
+    base = None if ignore_environment else environ.get("XDG_CONFIG_HOME")
+    if not base:
+        base = os.path.join(os.path.expanduser("~"), ".config")
+    return os.path.join(base, "urandom-shim", "config.toml")
+
+
+def environment_file() -> str:
+    return os.path.join(sys.prefix, "urandom-shim.toml")
+
+
+def machine_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
+    """``/etc/urandom-shim.toml``, unless ``URANDOM_SHIM_MACHINE_CONFIG`` moves it (image builds, tests)."""
+    moved = None if ignore_environment else environ.get("URANDOM_SHIM_MACHINE_CONFIG")
+    return moved or MACHINE_FILE
+
+
+class Invocation:
+    """What started this interpreter, as it matters to configuration: where to look for a pyproject, and the program
+    name that ``[[program]]`` rules match (a script's file name, or an ``-m`` module's name)."""
+
+    __slots__ = ("anchor", "problem", "program")
+
+    def __init__(self, anchor: str, program: str | None, problem: str | None = None) -> None:
+        self.anchor = anchor
+        self.program = program
+        self.problem = problem
+
+
+def _module_from_command_line() -> str | None:
+    """The ``-m`` module name. ``sys.argv[0]`` is ``'-m'`` while ``.pth`` files run; the name is in
+    ``sys.orig_argv`` (3.10+) or, before that, in ``/proc/self/cmdline``."""
+    argv: list[str] = [str(arg) for arg in getattr(sys, "orig_argv", None) or []]
+    if not argv:
+        try:
+            with open("/proc/self/cmdline", "rb") as handle:
+                argv = [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
+        except OSError:
+            return None
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        if arg == "--" or not arg.startswith("-") or arg == "-":
+            return None  # a script, stdin, or the end of the options: not -m
+        for position, flag in enumerate(arg[1:], start=1):  # a cluster such as -Im or -Wdefault
+            rest = arg[position + 1 :]
+            if flag == "m":
+                if rest:
+                    return rest
+                return argv[index + 1] if index + 1 < len(argv) else None
+            if flag == "c":
+                return None
+            if flag in "XW":
+                if not rest:
+                    index += 1  # the option's value is the next argument
+                break
+        index += 1
+    return None
+
+
+def invocation(argv: object = None) -> Invocation:
+    """Work out the anchor directory and program name from ``sys.argv`` (or ``argv``), whatever shape it has."""
+    cwd = os.getcwd()
+    if argv is None:
+        argv = getattr(sys, "argv", None)
+    if not isinstance(argv, list) or not argv:
+        what = "missing" if argv is None else ("empty" if argv == [] else f"not a list ({type(argv).__name__})")
+        return Invocation(cwd, None, f"sys.argv is {what}; looking for pyproject.toml from the current directory.")
+    first = argv[0]
+    if not isinstance(first, str):
+        return Invocation(cwd, None, f"sys.argv[0] is {first!r}, not a string; looking for pyproject.toml from {cwd}.")
+    if first == "-m":
+        return Invocation(cwd, _module_from_command_line())
+    if first in ("", "-", "-c"):
+        return Invocation(cwd, None)
+    script = os.path.abspath(first)
+    program = os.path.basename(script)
+    if os.path.isdir(script) or program == "__main__.py":
+        # a directory or zipapp run as a program (python app/): its own directory is the anchor
+        return Invocation(script if os.path.isdir(script) else os.path.dirname(script), program)
+    if not os.path.exists(script):
+        return Invocation(
+            os.path.dirname(script),
+            program,
+            f"sys.argv[0] names {first!r}, which does not exist; looking for pyproject.toml from "
+            f"{os.path.dirname(script)}.",
+        )
+    return Invocation(os.path.dirname(script), program)
+
+
+def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
+    """(path, problem): the first ``pyproject.toml`` walking up from ``anchor``."""
+    directory = anchor
+    while True:
+        candidate = os.path.join(directory, "pyproject.toml")
+        try:
+            os.stat(candidate)
+        except FileNotFoundError:
+            pass
+        except PermissionError:
+            return (
+                None,
+                f"cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings.",
+            )
+        except OSError:
+            pass
+        else:
+            return candidate, None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None, None
+        directory = parent
+
+
+def read_pyproject(path: str) -> Layer | None:
+    """The ``[tool.urandom-shim]`` table, or None when the pyproject has none. A pyproject without our name in it
+    is not parsed at all."""
+    label = f"{path} [{TABLE}]"
+    layer = Layer(label, path)
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as exc:
+        layer.problems.append(f"{label}: cannot be read ({exc.strerror or exc}); ignoring it.")
+        return layer
+    if b"urandom-shim" not in data:
+        return None  # not ours: no TOML parse
+    if len(data) > MAX_BYTES:
+        layer.problems.append(f"{label}: is larger than {MAX_BYTES // 1024} KiB; ignoring it.")
+        return layer
+    document, problem = parse_toml(data, label)
+    if problem is not None:
+        layer.problems.append(problem)
+        return layer
+    assert document is not None
+    table = document.get("tool", {}).get("urandom-shim") if isinstance(document.get("tool"), dict) else None
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        layer.problems.append(f"{label}: is {type(table).__name__}, not a table; ignoring it.")
+        return layer
+    layer.values = dict(table)
+    return layer
+
+
+def read_file(path: str, label: str, required: bool) -> Layer | None:
+    """A standalone configuration file: keys at the top level."""
+    layer = Layer(label, path)
+    document, problem = read_toml(path, label, required)
+    if problem is not None:
+        layer.problems.append(problem)
+        return layer
+    if document is None:
+        return None
+    layer.values = document
+    return layer
