@@ -1,0 +1,413 @@
+"""Configuration files: every source, precedence, the floor, [[program]] rules, isolation, and bad input.
+
+Bad input runs in real interpreters of a venv built from the wheel (with the CRNG simulated unready, because
+configuration is only read then): each case must start, exit as it would without the shim, and print exactly one
+``urandom-shim:`` line. Precedence is checked for every pair of sources in-process, through the same resolver.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+from conftest import Venv
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from urandom_shim import _config, _sources
+
+UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
+SHOW = "import urandom_shim; s = urandom_shim.current_settings(); print(s.policy.value.name, '|', s.policy.source)"
+
+
+@pytest.fixture
+def place(tmp_path: Path) -> dict[str, Path]:
+    """A project directory with a script, and homes for the user, environment and machine files."""
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "src" / "app.py").write_text(SHOW + "\n")
+    return {
+        "project": project,
+        "script": project / "src" / "app.py",
+        "xdg": tmp_path / "xdg",
+        "named": tmp_path / "named.toml",
+        "machine": tmp_path / "machine.toml",
+    }
+
+
+def env_for(place: dict[str, Path], **extra: str) -> dict[str, str]:
+    return {
+        "XDG_CONFIG_HOME": str(place["xdg"]),
+        "URANDOM_SHIM_MACHINE_CONFIG": str(place["machine"]),
+        **UNREADY,
+        **extra,
+    }
+
+
+def run_script(venv: Venv, place: dict[str, Path], env: dict[str, str], flags: tuple[str, ...] = ()) -> Any:
+    return venv.run(str(place["script"]), env=env, flags=flags, cwd=place["project"])
+
+
+def one_line(result: Any) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("urandom-shim: "), lines[0]
+    return str(lines[0])
+
+
+# -- bad input: one line, then carry on ----------------------------------------------------------------------------
+
+BAD_CASES: list[tuple[str, str, Any, str]] = [
+    # (id, where, content, expected text)
+    ("policy-case", "pyproject", '[tool.urandom-shim]\npolicy = "PEP524"\n',
+     "[tool.urandom-shim]: policy = 'PEP524' is not a valid policy; expected one of 'native', 'pep524', 'pep522', "
+     "'legacy' (did you mean 'pep524'?); ignoring it, so policy is 'native' from default."),
+    ("policy-typo", "pyproject", '[tool.urandom-shim]\npolicy = "pep254"\n', "policy = 'pep254' is not a valid policy"),
+    ("policy-space", "pyproject", '[tool.urandom-shim]\npolicy = " pep522"\n', "(did you mean 'pep522'?)"),
+    ("policy-list", "pyproject", '[tool.urandom-shim]\npolicy = ["pep524"]\n',
+     "policy = ['pep524'] is not a valid policy"),
+    ("timeout-string", "pyproject", '[tool.urandom-shim]\ntimeout = "5"\n',
+     "timeout = '5' is not a valid timeout; expected a finite number of seconds >= 0, or 'none'; ignoring it, so "
+     "timeout is none from default."),
+    ("timeout-negative", "pyproject", "[tool.urandom-shim]\ntimeout = -1\n", "timeout = -1 is not a valid timeout"),
+    ("timeout-nan", "pyproject", "[tool.urandom-shim]\ntimeout = nan\n", "timeout = nan is not a valid timeout"),
+    ("on-timeout-bool", "pyproject", "[tool.urandom-shim]\non_timeout = true\n",
+     "on_timeout = True is not a valid on_timeout; expected one of 'raise', 'fallback'"),
+    ("unknown-key", "pyproject", '[tool.urandom-shim]\npolcy = "pep524"\n',
+     "[tool.urandom-shim]: unknown key 'polcy' (valid keys are 'policy', 'timeout', 'on_timeout', 'warn_after', "
+     "'seed_random_instances'); ignoring it."),
+    ("admin-key-in-project", "pyproject", "[tool.urandom-shim]\nallow_weak = true\n",
+     "unknown key 'allow_weak' (it is only honoured in the environment's and the machine's files)"),
+    ("table-not-table", "pyproject", '[tool]\nurandom-shim = "pep524"\n', "is str, not a table; ignoring it."),
+    ("invalid-toml", "pyproject", '[tool.urandom-shim]\npolicy = "pep524\n', "is not valid TOML ("),
+    ("not-utf8", "named", b'policy = "pep524" # \xff\xfe\n', "is not UTF-8 (byte 20); TOML files must be UTF-8"),
+    ("directory", "named", "DIRECTORY", "(from URANDOM_SHIM_CONFIG): is a directory, not a TOML file; ignoring it."),
+    ("missing", "named", "MISSING", "(from URANDOM_SHIM_CONFIG): the file does not exist; ignoring it."),
+    ("symlink-loop", "named", "LOOP", "cannot be read (Too many levels of symbolic links); ignoring it."),
+    ("huge", "named", "policy = 'pep524'\n" + "#" * (1024 * 1024 + 10) + "\n",
+     "is larger than 1024 KiB, too big for a configuration file; ignoring it."),
+    ("user-unknown-key", "user", 'policy = "pep524"\ncolour = "blue"\n', "(user file): unknown key 'colour'"),
+    ("machine-bad-floor", "machine", 'allow_weak = "no"\n',
+     "(machine file): allow_weak = 'no' is not valid; expected true or false"),
+    ("machine-bad-rules", "machine", 'program = "cron"\n', "'program' must be an array of tables ([[program]])"),
+    ("machine-rule-without-match", "machine", '[[program]]\npolicy = "pep524"\n',
+     "[[program]] #1: match = None is not valid; expected a glob"),
+]  # fmt: skip
+
+
+def write_source(place: dict[str, Path], where: str, content: Any) -> dict[str, str]:
+    """Put ``content`` where ``where`` says, and return the extra environment that points at it."""
+    if where == "pyproject":
+        target = place["project"] / "pyproject.toml"
+    elif where == "user":
+        target = place["xdg"] / "urandom-shim" / "config.toml"
+    elif where == "machine":
+        target = place["machine"]
+    else:
+        target = place["named"]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if content == "DIRECTORY":
+        target.mkdir()
+    elif content == "LOOP":
+        os.symlink(target.parent / "loop-b", target)
+        os.symlink(target, target.parent / "loop-b")
+    elif content != "MISSING":
+        target.write_bytes(content if isinstance(content, bytes) else content.encode())
+    return {"URANDOM_SHIM_CONFIG": str(target)} if where == "named" else {}
+
+
+@pytest.mark.parametrize(("where", "content", "expected"), [c[1:] for c in BAD_CASES], ids=[c[0] for c in BAD_CASES])
+def test_bad_configuration_gives_one_line_and_start_up_carries_on(
+    shim: Venv, place: dict[str, Path], where: str, content: Any, expected: str
+) -> None:
+    extra = write_source(place, where, content)
+    result = run_script(shim, place, env_for(place, **extra))
+    assert result.returncode == 0, result.stderr
+    line = one_line(result)
+    assert expected in line, line
+    assert result.stdout.split(" |")[0] in {"native", "pep524", "pep522", "legacy"}
+
+
+def test_a_script_that_does_not_exist_gets_one_line_and_the_interpreters_own_exit_status(
+    shim: Venv, place: dict[str, Path], bare: Venv
+) -> None:
+    missing = place["project"] / "nowhere" / "gone.py"
+    native = bare.run(str(missing))
+    result = shim.run(str(missing), env=env_for(place))
+    assert result.returncode == native.returncode == 2
+    ours = [line for line in result.stderr.splitlines() if line.startswith("urandom-shim:")]
+    assert len(ours) == 1 and "which does not exist; looking for pyproject.toml from" in ours[0], result.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [(None, "sys.argv is missing"), ([], "sys.argv is empty"), ("x", "sys.argv is not a list (str)"),
+     ([None], "sys.argv[0] is None, not a string")],
+)  # fmt: skip
+def test_odd_sys_argv_shapes_fall_back_to_the_current_directory_with_one_message(argv: Any, expected: str) -> None:
+    who = _sources.invocation(argv) if argv is not None else _sources.Invocation("", None)
+    if argv is None:  # sys.argv itself missing, as in an embedded interpreter
+        import sys
+
+        saved = sys.argv
+        del sys.argv
+        try:
+            who = _sources.invocation()
+        finally:
+            sys.argv = saved
+    assert who.anchor == os.getcwd() and who.problem is not None and who.problem.startswith(expected)
+
+
+def test_unreadable_files_and_unlistable_directories_are_one_message_each(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The tests run as root, which reads anything, so the permission errors are injected.
+    import builtins
+
+    real_open = builtins.open
+
+    def deny(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if str(path).endswith(".toml"):
+            raise PermissionError(13, "Permission denied")
+        return real_open(path, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "open", deny)
+    layer = _sources.read_file(str(tmp_path / "x.toml"), "x.toml (user file)", required=False)
+    assert layer is not None and layer.problems == [
+        "x.toml (user file): permission denied while reading it; ignoring it."
+    ]
+    monkeypatch.setattr(builtins, "open", real_open)
+
+    def no_listing(path: Any, *args: Any, **kwargs: Any) -> Any:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "stat", no_listing)
+    found, problem = _sources.find_pyproject(str(tmp_path))
+    assert found is None and problem is not None
+    assert problem == f"cannot look for pyproject.toml in {tmp_path} (permission denied); ignoring project settings."
+
+
+# -- precedence: every pair of sources -----------------------------------------------------------------------------
+
+SOURCES = ["variable", "named", "pyproject", "user", "environment", "machine"]
+
+
+def configure(tmp_path: Path, where: str, policy: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(environ additions, resolve() keyword arguments) that make ``where`` say ``policy``."""
+    body = f'policy = "{policy}"\n'
+    if where == "variable":
+        return {"URANDOM_POLICY": policy}, {}
+    if where == "named":
+        (tmp_path / "named.toml").write_text(body)
+        return {"URANDOM_SHIM_CONFIG": str(tmp_path / "named.toml")}, {}
+    if where == "pyproject":
+        (tmp_path / "project" / "pyproject.toml").write_text("[tool.urandom-shim]\n" + body)
+        return {}, {}
+    if where == "user":
+        (tmp_path / "xdg" / "urandom-shim").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "xdg" / "urandom-shim" / "config.toml").write_text(body)
+        return {}, {}
+    (tmp_path / f"{where}.toml").write_text(body)
+    return {}, {f"{where}_file": str(tmp_path / f"{where}.toml")}
+
+
+def resolve_in(tmp_path: Path, environ: dict[str, str], **kwargs: Any) -> Any:
+    (tmp_path / "project").mkdir(exist_ok=True)
+    script = tmp_path / "project" / "app.py"
+    script.touch()
+    kwargs.setdefault("environment_file", str(tmp_path / "no-environment.toml"))
+    kwargs.setdefault("machine_file", str(tmp_path / "no-machine.toml"))
+    environ = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), **environ}
+    return _config.resolve(environ, flags=object(), argv=[str(script)], **kwargs)
+
+
+@pytest.mark.parametrize(("higher", "lower"), list(itertools.combinations(SOURCES, 2)))
+def test_every_pair_of_sources_the_higher_one_wins_and_is_named(tmp_path: Path, higher: str, lower: str) -> None:
+    (tmp_path / "project").mkdir()
+    env_a, kw_a = configure(tmp_path, higher, "pep522")
+    env_b, kw_b = configure(tmp_path, lower, "legacy")
+    settings_, problems = resolve_in(tmp_path, {**env_b, **env_a}, **{**kw_b, **kw_a})
+    assert problems == []
+    assert settings_.policy.value.name == "pep522"
+    source = settings_.policy.source
+    expected = {
+        "variable": "environment variable URANDOM_POLICY",
+        "named": "named.toml (from URANDOM_SHIM_CONFIG)",
+        "pyproject": "pyproject.toml [tool.urandom-shim]",
+        "user": "config.toml (user file)",
+        "environment": "environment.toml (environment file)",
+        "machine": "machine.toml (machine file)",
+    }[higher]
+    assert source.endswith(expected), source
+    # And alone, the lower one is effective.
+    for path in tmp_path.rglob("*.toml"):
+        path.unlink()
+    env_b, kw_b = configure(tmp_path, lower, "legacy")
+    alone, _ = resolve_in(tmp_path, env_b, **kw_b)
+    assert alone.policy.value.name == "legacy"
+
+
+def test_settings_come_key_by_key_from_different_sources(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep524"\ntimeout = 3\n')
+    (tmp_path / "machine.toml").write_text('timeout = 9\non_timeout = "fallback"\nwarn_after = 1\n')
+    found, problems = resolve_in(
+        tmp_path, {"URANDOM_SHIM_WARN_AFTER": "2"}, machine_file=str(tmp_path / "machine.toml")
+    )
+    table = found.as_dict()
+    assert problems == []
+    assert table["policy"][0] == "pep524" and table["timeout"][0] == 3.0
+    assert table["timeout"][1].endswith("pyproject.toml [tool.urandom-shim]")
+    assert table["on_timeout"] == ("fallback", f"{tmp_path}/machine.toml (machine file)")
+    assert table["warn_after"] == (2.0, "environment variable URANDOM_SHIM_WARN_AFTER")
+
+
+def test_a_bad_source_is_ignored_and_resolution_carries_on_below_it(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep5')
+    configure(tmp_path, "user", "legacy")
+    found, problems = resolve_in(tmp_path, {})
+    assert found.policy.value.name == "legacy" and found.policy.source.endswith("(user file)")
+    assert len(problems) == 1 and "is not valid TOML" in problems[0]
+
+
+def test_a_pyproject_without_our_table_is_not_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "other"\n[tool.black]\nline-length = 80\n')
+    monkeypatch.setattr(_sources, "parse_toml", lambda *a: pytest.fail("parsed a pyproject that is not ours"))
+    assert _sources.read_pyproject(str(tmp_path / "pyproject.toml")) is None
+
+
+def test_the_nearest_pyproject_counts_only_if_it_has_the_table(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (tmp_path / "sub" / "app.py").touch()
+    found, _ = _config.resolve({}, flags=object(), argv=[str(tmp_path / "sub" / "app.py")],
+                               environment_file="/nonexistent", machine_file="/nonexistent")  # fmt: skip
+    assert found.policy.value.name == "native"  # the first pyproject is the nearest one, and it is not ours
+
+
+# -- the floor ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["variable", "named", "pyproject", "user"])
+def test_the_floor_turns_legacy_into_pep524_and_fallback_into_raise_with_a_message(tmp_path: Path, where: str) -> None:
+    (tmp_path / "project").mkdir()
+    environ, kwargs = configure(tmp_path, where, "legacy")
+    environ["URANDOM_SHIM_ON_TIMEOUT"] = "fallback"
+    (tmp_path / "machine.toml").write_text("allow_weak = false\n")
+    found, problems = resolve_in(tmp_path, environ, machine_file=str(tmp_path / "machine.toml"), **kwargs)
+    assert found.policy.value.name == "pep524"
+    assert found.on_timeout.value == "raise"
+    assert len(problems) == 2, problems
+    assert problems[0].startswith("policy 'legacy' from ") and "is below the floor set by" in problems[0]
+    assert problems[0].endswith("machine.toml (machine file) (allow_weak = false), which forbids weak bytes; using "
+                                "'pep524' instead.")  # fmt: skip
+    assert "instead of 'legacy'" in found.policy.source
+
+
+def test_allow_weak_true_or_absent_sets_no_floor(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "environment.toml").write_text("allow_weak = true\n")
+    found, problems = resolve_in(
+        tmp_path, {"URANDOM_POLICY": "legacy"}, environment_file=str(tmp_path / "environment.toml")
+    )
+    assert found.policy.value.name == "legacy" and problems == []
+
+
+# -- [[program]] rules, end to end --------------------------------------------------------------------------------
+
+
+def test_program_rules_match_a_script_by_file_name_and_a_module_by_name(shim: Venv, tmp_path: Path) -> None:
+    machine = tmp_path / "machine.toml"
+    machine.write_text(
+        'policy = "pep524"\n'
+        '[[program]]\nmatch = "cron-helper*"\npolicy = "legacy"\n'
+        '[[program]]\nmatch = "pkg.tool"\npolicy = "pep522"\n'
+    )
+    scripts = tmp_path / "some" / "dir"
+    scripts.mkdir(parents=True)
+    (scripts / "cron-helper.py").write_text(SHOW + "\n")
+    (scripts / "other.py").write_text(SHOW + "\n")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").touch()
+    (tmp_path / "pkg" / "tool.py").write_text(SHOW + "\n")
+    env = {"URANDOM_SHIM_MACHINE_CONFIG": str(machine), "XDG_CONFIG_HOME": str(tmp_path / "xdg"), **UNREADY}
+    helper = shim.run(str(scripts / "cron-helper.py"), env=env, cwd=tmp_path)
+    other = shim.run(str(scripts / "other.py"), env=env, cwd=tmp_path)
+    module = shim.run("-m", "pkg.tool", env=env, cwd=tmp_path)
+    assert helper.stdout.strip() == f"legacy | {machine} (machine file) [[program]] match = 'cron-helper*'", (
+        helper.stderr
+    )
+    assert other.stdout.strip() == f"pep524 | {machine} (machine file)", other.stderr
+    assert module.stdout.strip() == f"pep522 | {machine} (machine file) [[program]] match = 'pkg.tool'", module.stderr
+
+
+# -- isolation ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flag", ["-E", "-I"])
+def test_dash_E_and_dash_I_ignore_the_variables_and_the_project_file(
+    shim: Venv, place: dict[str, Path], flag: str
+) -> None:
+    (place["project"] / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    place["machine"].write_text('policy = "legacy"\n')
+    env = env_for(place, URANDOM_POLICY="pep524")
+    plain = run_script(shim, place, env)
+    assert plain.stdout.strip() == "pep524 | environment variable URANDOM_POLICY", plain.stderr
+    if Path("/etc/urandom-shim.toml").exists():
+        pytest.skip("this machine has its own /etc/urandom-shim.toml")
+    isolated = run_script(shim, place, env, flags=(flag,))
+    # URANDOM_SHIM_MACHINE_CONFIG is a variable too, so under -E/-I the machine file is /etc's, absent here.
+    assert isolated.stdout.strip() == "native | default", isolated.stderr
+
+
+def test_project_settings_apply_in_a_real_interpreter(shim: Venv, place: dict[str, Path]) -> None:
+    (place["project"] / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    result = shim.run("-c", "import os; os.urandom(1)", env=env_for(place), cwd=place["project"] / "src")
+    assert "BlockingIOError: system random number generator is not ready" in result.stderr
+    assert "pyproject.toml [tool.urandom-shim])" in result.stderr
+
+
+# -- start-up never breaks ------------------------------------------------------------------------------------------
+
+toml_value = st.one_of(
+    st.sampled_from(['"native"', '"pep524"', '"pep522"', '"legacy"', '"raise"', '"fallback"', '"none"', '"policy"']),
+    st.integers(-5, 10).map(str),
+    st.sampled_from(["nan", "inf", "-0.5", "1e300", "true", "[]", '["pep524"]', "{}", '"\\u00e9"', '""']),
+)
+toml_table = st.dictionaries(
+    st.sampled_from(["policy", "timeout", "on_timeout", "warn_after", "seed_random_instances", "allow_weak", "x"]),
+    toml_value,
+    max_size=5,
+)
+
+
+@pytest.fixture(scope="module")
+def module_shim(venvs: Callable[..., Venv]) -> Venv:
+    from conftest import find_python, python_specs
+
+    found = find_python(python_specs()[0])
+    if found is None:
+        pytest.skip("no interpreter")
+    return venvs(found, "shim")
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(table=toml_table, policy=st.sampled_from(["", "pep524", "PEP522", "legacy ", "x"]))
+def test_start_up_never_breaks_whatever_the_project_table_holds(
+    module_shim: Venv, tmp_path_factory: pytest.TempPathFactory, table: dict[str, str], policy: str
+) -> None:
+    project = tmp_path_factory.mktemp("hyp")
+    body = "".join(f"{key} = {value}\n" for key, value in table.items())
+    (project / "pyproject.toml").write_text("[tool.urandom-shim]\n" + body)
+    env = {**UNREADY, "XDG_CONFIG_HOME": str(project / "xdg"), "URANDOM_SHIM_MACHINE_CONFIG": str(project / "m.toml")}
+    if policy:
+        env["URANDOM_POLICY"] = policy
+    result = module_shim.run("-c", SHOW, env=env, cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split(" |")[0] in {"native", "pep524", "pep522", "legacy"}
+    assert all(line.startswith("urandom-shim: ") for line in result.stderr.splitlines()), result.stderr
