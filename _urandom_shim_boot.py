@@ -20,6 +20,11 @@ def boot(how: str = "start") -> None:
     if hasattr(sys, "_urandom_shim_boot") or os.environ.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
         return
     sys._urandom_shim_boot = how  # type: ignore[attr-defined]
+    # Where configuration would be looked for, as it is now: sys.argv[0] is '-m' while .pth files run and becomes a
+    # path later, and the current directory may change. Cheap, and read only if configuration is ever resolved.
+    argv = getattr(sys, "argv", None)
+    argv = list(argv) if type(argv) is list else argv  # runpy rewrites sys.argv[0] in place for -m
+    sys._urandom_shim_invocation = (argv, os.getcwd())  # type: ignore[attr-defined]
     ready: object
     try:
         ready = "URANDOM_SHIM_SIMULATE" not in os.environ and os.getrandom(1, os.GRND_NONBLOCK)

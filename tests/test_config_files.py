@@ -411,3 +411,21 @@ def test_start_up_never_breaks_whatever_the_project_table_holds(
     assert result.returncode == 0, result.stderr
     assert result.stdout.split(" |")[0] in {"native", "pep524", "pep522", "legacy"}
     assert all(line.startswith("urandom-shim: ") for line in result.stderr.splitlines()), result.stderr
+
+
+def test_configuration_read_later_still_sees_how_the_interpreter_started(shim: Venv, tmp_path: Path) -> None:
+    # On the ready path nothing is resolved at start-up; current_settings() resolves later, after runpy has
+    # rewritten sys.argv[0] for -m and after the program changed directory.
+    machine = tmp_path / "machine.toml"
+    machine.write_text('[[program]]\nmatch = "pkg.tool"\npolicy = "pep522"\n')
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").touch()
+    (tmp_path / "pkg" / "tool.py").write_text("import os\nos.chdir('/')\n" + SHOW + "\n")
+    (tmp_path / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep524"\ntimeout = 7\n')
+    env = {"URANDOM_SHIM_MACHINE_CONFIG": str(machine), "XDG_CONFIG_HOME": str(tmp_path / "xdg")}
+    result = shim.run("-m", "pkg.tool", env=env, cwd=tmp_path)
+    # The project file (found from the start-up directory) outranks the machine's program rule.
+    assert result.stdout.strip() == f"pep524 | {tmp_path}/pyproject.toml [tool.urandom-shim]", result.stderr
+    (tmp_path / "pyproject.toml").unlink()
+    result = shim.run("-m", "pkg.tool", env=env, cwd=tmp_path)
+    assert result.stdout.strip() == f"pep522 | {machine} (machine file) [[program]] match = 'pkg.tool'", result.stderr

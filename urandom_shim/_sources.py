@@ -99,6 +99,9 @@ def machine_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
     return moved or MACHINE_FILE
 
 
+_MISSING_ARGV: object = object()
+
+
 class Invocation:
     """What started this interpreter, as it matters to configuration: where to look for a pyproject, and the program
     name that ``[[program]]`` rules match (a script's file name, or an ``-m`` module's name)."""
@@ -143,10 +146,22 @@ def _module_from_command_line() -> str | None:
 
 
 def invocation(argv: object = None) -> Invocation:
-    """Work out the anchor directory and program name from ``sys.argv`` (or ``argv``), whatever shape it has."""
+    """Work out the anchor directory and program name from ``sys.argv`` (or ``argv``), whatever shape it has.
+
+    Without ``argv``, uses what start-up recorded (``sys.argv`` and the current directory as they were while the
+    ``.pth`` ran), so that configuration read later still sees how the interpreter was started."""
     cwd = os.getcwd()
     if argv is None:
-        argv = getattr(sys, "argv", None)
+        recorded = getattr(sys, "_urandom_shim_invocation", None)
+        if isinstance(recorded, tuple) and len(recorded) == 2 and isinstance(recorded[1], str):
+            argv, cwd = recorded
+            argv = list(argv) if isinstance(argv, list) else argv
+            if argv is None:
+                argv = _MISSING_ARGV
+        else:
+            argv = getattr(sys, "argv", _MISSING_ARGV)
+    if argv is _MISSING_ARGV:
+        argv = None
     if not isinstance(argv, list) or not argv:
         what = "missing" if argv is None else ("empty" if argv == [] else f"not a list ({type(argv).__name__})")
         return Invocation(cwd, None, f"sys.argv is {what}; looking for pyproject.toml from the current directory.")
@@ -157,7 +172,7 @@ def invocation(argv: object = None) -> Invocation:
         return Invocation(cwd, _module_from_command_line())
     if first in ("", "-", "-c"):
         return Invocation(cwd, None)
-    script = os.path.abspath(first)
+    script = os.path.normpath(os.path.join(cwd, first))
     program = os.path.basename(script)
     if os.path.isdir(script) or program == "__main__.py":
         # a directory or zipapp run as a program (python app/): its own directory is the anchor
