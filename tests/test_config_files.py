@@ -87,6 +87,9 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
     ("directory", "named", "DIRECTORY", "(from URANDOM_SHIM_CONFIG): is a directory, not a TOML file; ignoring it."),
     ("missing", "named", "MISSING", "(from URANDOM_SHIM_CONFIG): the file does not exist; ignoring it."),
     ("symlink-loop", "named", "LOOP", "cannot be read (Too many levels of symbolic links); ignoring it."),
+    ("fifo-would-block", "named", "FIFO", "cannot be read (not a regular file); ignoring it."),
+    ("endless-device", "named", "DEVZERO", "cannot be read (not a regular file); ignoring it."),
+    ("fifo-pyproject", "pyproject", "FIFO", "[tool.urandom-shim]: cannot be read (not a regular file); ignoring it."),
     ("huge", "named", "policy = 'pep524'\n" + "#" * (1024 * 1024 + 10) + "\n",
      "is larger than 1024 KiB, too big for a configuration file; ignoring it."),
     ("user-unknown-key", "user", 'policy = "pep524"\ncolour = "blue"\n', "(user file): unknown key 'colour'"),
@@ -111,6 +114,10 @@ def write_source(place: dict[str, Path], where: str, content: Any) -> dict[str, 
     target.parent.mkdir(parents=True, exist_ok=True)
     if content == "DIRECTORY":
         target.mkdir()
+    elif content == "FIFO":
+        os.mkfifo(target)
+    elif content == "DEVZERO":
+        os.symlink("/dev/zero", target)
     elif content == "LOOP":
         os.symlink(target.parent / "loop-b", target)
         os.symlink(target, target.parent / "loop-b")
@@ -165,21 +172,17 @@ def test_unreadable_files_and_unlistable_directories_are_one_message_each(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The tests run as root, which reads anything, so the permission errors are injected.
-    import builtins
-
-    real_open = builtins.open
+    real_open = os.open
 
     def deny(path: Any, *args: Any, **kwargs: Any) -> Any:
         if str(path).endswith(".toml"):
             raise PermissionError(13, "Permission denied")
         return real_open(path, *args, **kwargs)
 
-    monkeypatch.setattr(builtins, "open", deny)
+    monkeypatch.setattr(os, "open", deny)
     layer = _sources.read_file(str(tmp_path / "x.toml"), "x.toml (user file)", required=False)
-    assert layer is not None and layer.problems == [
-        "x.toml (user file): permission denied while reading it; ignoring it."
-    ]
-    monkeypatch.setattr(builtins, "open", real_open)
+    assert layer is not None and layer.problems == ["x.toml (user file): permission denied while reading it; ignoring it."]
+    monkeypatch.setattr(os, "open", real_open)
 
     def no_listing(path: Any, *args: Any, **kwargs: Any) -> Any:
         raise PermissionError(13, "Permission denied")

@@ -48,18 +48,42 @@ def _loads(text: str) -> dict[str, Any]:
     return result
 
 
+def read_capped(path: str) -> bytes:
+    """Up to MAX_BYTES + 1 bytes of a *regular* file. A FIFO would block start-up until someone writes to it, and a
+    device such as /dev/zero never ends, so the file is opened without blocking and checked before it is read."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory")
+        if not stat.S_ISREG(mode):
+            raise OSError(0, "not a regular file")
+        chunks = []
+        remaining = MAX_BYTES + 1
+        while remaining > 0:
+            chunk = os.read(fd, remaining)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
 def read_toml(path: str, label: str, required: bool) -> tuple[dict[str, Any] | None, str | None]:
     """(document, problem). ``document`` is None when the file is absent or unusable; ``problem`` says why."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+        data = read_capped(path)
     except FileNotFoundError:
         return None, (f"{label}: the file does not exist; ignoring it." if required else None)
     except IsADirectoryError:
         return None, f"{label}: is a directory, not a TOML file; ignoring it."
     except PermissionError:
         return None, f"{label}: permission denied while reading it; ignoring it."
-    except OSError as exc:  # a symlink loop (ELOOP), a name too long, an I/O error ...
+    except OSError as exc:  # a symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error ...
         return None, f"{label}: cannot be read ({exc.strerror or exc}); ignoring it."
     if len(data) > MAX_BYTES:
         return None, f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; ignoring it."
@@ -217,8 +241,7 @@ def read_pyproject(path: str) -> Layer | None:
     label = f"{path} [{TABLE}]"
     layer = Layer(label, path)
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
+        data = read_capped(path)
     except OSError as exc:
         layer.problems.append(f"{label}: cannot be read ({exc.strerror or exc}); ignoring it.")
         return layer
