@@ -209,3 +209,34 @@ def window(seconds: float) -> tuple[str, float]:
     """A simulation whose window closes ``seconds`` from now, for every process: (spec, deadline)."""
     deadline = time.monotonic() + seconds
     return f"unready-until-monotonic:{deadline!r}", deadline
+
+
+def spawn(venv: Venv, code: str, env: dict[str, str]) -> subprocess.Popen[str]:
+    """Start ``python -c code`` in ``venv`` without waiting for it."""
+    return subprocess.Popen(
+        [str(venv.python), "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env)
+    )
+
+
+WAIT_THEN_URANDOM = "import os\nprint('waiting', flush=True)\nos.urandom(16)\nprint('returned')"
+
+
+def assert_sigint_interrupts_promptly(venv: Venv, env: dict[str, str]) -> None:
+    """Start a pep524 os.urandom() wait, check it is still waiting after 0.5 s, send SIGINT, and check the process
+    ends with KeyboardInterrupt within a second."""
+    import signal
+
+    proc = spawn(venv, WAIT_THEN_URANDOM, env)
+    try:
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "waiting"
+        time.sleep(0.5)
+        assert proc.poll() is None, "os.urandom() returned while the CRNG was unready"
+        sent = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        _out, err = proc.communicate(timeout=10)
+        took = time.monotonic() - sent
+    finally:
+        proc.kill()
+    # Since 3.8 an unhandled KeyboardInterrupt ends the process by SIGINT, as a shell expects.
+    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
+    assert took < 1.0, f"Ctrl-C took {took:.2f} s to interrupt the wait"

@@ -181,7 +181,9 @@ def test_unreadable_files_and_unlistable_directories_are_one_message_each(
 
     monkeypatch.setattr(os, "open", deny)
     layer = _sources.read_file(str(tmp_path / "x.toml"), "x.toml (user file)", required=False)
-    assert layer is not None and layer.problems == ["x.toml (user file): permission denied while reading it; ignoring it."]
+    assert layer is not None and layer.problems == [
+        "x.toml (user file): permission denied while reading it; ignoring it."
+    ]
     monkeypatch.setattr(os, "open", real_open)
 
     def no_listing(path: Any, *args: Any, **kwargs: Any) -> Any:

@@ -15,14 +15,12 @@ from __future__ import annotations
 
 import errno
 import json
-import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Iterator
 
 import pytest
-from conftest import Venv, clean_env
+from conftest import Venv, assert_sigint_interrupts_promptly, spawn
 
 FAKE = """\
 import os, time
@@ -53,12 +51,6 @@ def kernel(shim: Venv, tmp_path: Path) -> Iterator[tuple[Venv, Path]]:
     trigger.touch()
     yield shim, trigger
     trigger.unlink(missing_ok=True)
-
-
-def spawn(venv: Venv, code: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(venv.python), "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env)
-    )
 
 
 def env_for(trigger: Path, policy: str, **extra: str) -> dict[str, str]:
@@ -121,18 +113,7 @@ def test_timeout_on_a_kernel_wait_raises_after_the_timeout(kernel: tuple[Venv, P
 
 def test_sigint_interrupts_a_kernel_wait_promptly(kernel: tuple[Venv, Path]) -> None:
     venv, trigger = kernel
-    proc = spawn(venv, "import os\nprint('waiting', flush=True)\nos.urandom(16)", env_for(trigger, "pep524"))
-    try:
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "waiting"
-        time.sleep(0.5)
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=10)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
-    assert took < 1.0
+    assert_sigint_interrupts_promptly(venv, env_for(trigger, "pep524"))
 
 
 def test_many_threads_and_a_forked_child_all_wait_for_the_kernel(kernel: tuple[Venv, Path]) -> None:

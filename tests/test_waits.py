@@ -4,25 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from conftest import Venv, clean_env
+from conftest import Venv, assert_sigint_interrupts_promptly, spawn
 
 PEP522_TEXT = "system random number generator is not ready"
-
-
-def spawn(venv: Venv, code: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        [str(venv.python), "-c", code],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=clean_env(env),
-    )
 
 
 def read_line(proc: subprocess.Popen[str]) -> str:
@@ -31,22 +20,7 @@ def read_line(proc: subprocess.Popen[str]) -> str:
 
 
 def test_sigint_interrupts_a_pep524_wait_promptly(shim: Venv) -> None:
-    code = "import os\nprint('waiting', flush=True)\nos.urandom(16)\nprint('returned')"
-    proc = spawn(shim, code, {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": "unready-forever"})
-    try:
-        assert read_line(proc) == "waiting"
-        time.sleep(0.5)
-        assert proc.poll() is None, "os.urandom() returned while the CRNG was unready"
-        sent = time.monotonic()
-        proc.send_signal(signal.SIGINT)
-        _out, err = proc.communicate(timeout=10)
-        took = time.monotonic() - sent
-    finally:
-        proc.kill()
-    # Since 3.8 an unhandled KeyboardInterrupt ends the process by SIGINT, as a shell expects.
-    assert proc.returncode == -signal.SIGINT
-    assert err.rstrip().endswith("KeyboardInterrupt"), err
-    assert took < 1.0, f"Ctrl-C took {took:.2f} s to interrupt the wait"
+    assert_sigint_interrupts_promptly(shim, {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": "unready-forever"})
 
 
 def test_thirty_two_blocked_threads_are_all_released_when_the_crng_turns_ready(shim: Venv, tmp_path: Path) -> None:
