@@ -24,7 +24,11 @@ def boot(how: str = "start") -> None:
     # path later, and the current directory may change. Cheap, and read only if configuration is ever resolved.
     argv = getattr(sys, "argv", None)
     argv = list(argv) if type(argv) is list else argv  # runpy rewrites sys.argv[0] in place for -m
-    sys._urandom_shim_invocation = (argv, os.getcwd())  # type: ignore[attr-defined]
+    try:
+        cwd = os.getcwd()
+    except OSError:  # the current directory was deleted
+        cwd = None
+    sys._urandom_shim_invocation = (argv, cwd)  # type: ignore[attr-defined]
     ready: object
     try:
         ready = "URANDOM_SHIM_SIMULATE" not in os.environ and os.getrandom(1, os.GRND_NONBLOCK)

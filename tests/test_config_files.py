@@ -81,7 +81,8 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
      "'seed_random_instances'); ignoring it."),
     ("admin-key-in-project", "pyproject", "[tool.urandom-shim]\nallow_weak = true\n",
      "unknown key 'allow_weak' (it is only honoured in the environment's and the machine's files)"),
-    ("table-not-table", "pyproject", '[tool]\nurandom-shim = "pep524"\n', "is str, not a table; ignoring it."),
+    ("table-not-table", "pyproject", '[tool]\nurandom-shim = "pep524"\n',
+     "[tool.urandom-shim]: is a str ('pep524'), but it must be a table: write [tool.urandom-shim] with keys below it"),
     ("invalid-toml", "pyproject", '[tool.urandom-shim]\npolicy = "pep524\n', "is not valid TOML ("),
     ("not-utf8", "named", b'policy = "pep524" # \xff\xfe\n', "is not UTF-8 (byte 20); TOML files must be UTF-8"),
     ("directory", "named", "DIRECTORY", "(from URANDOM_SHIM_CONFIG): is a directory, not a TOML file; ignoring it."),
@@ -94,8 +95,16 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
      "is larger than 1024 KiB, too big for a configuration file; ignoring it."),
     ("user-unknown-key", "user", 'policy = "pep524"\ncolour = "blue"\n', "(user file): unknown key 'colour'"),
     ("machine-bad-floor", "machine", 'allow_weak = "no"\n',
-     "(machine file): allow_weak = 'no' is not valid; expected true or false"),
-    ("machine-bad-rules", "machine", 'program = "cron"\n', "'program' must be an array of tables ([[program]])"),
+     "(machine file): allow_weak = 'no' is not valid; expected true or false; reading it as allow_weak = false, the "
+     "safe choice."),
+    ("machine-bad-rules", "machine", 'program = "cron"\n',
+     "(machine file): program = 'cron' is not valid; expected an array of tables, written [[program]]"),
+    ("machine-rule-not-table", "machine", "program = [1]\n", "[[program]] #1: is a int (1), not a table"),
+    ("non-matching-rule-typo", "machine", '[[program]]\nmatch = "nothing-like-this"\npolicy = "legcy"\n',
+     "[[program]] match = 'nothing-like-this': policy = 'legcy' is not a valid policy; expected one of 'native', "
+     "'pep524', 'pep522', 'legacy' (did you mean 'legacy'?); the rule will ignore it when it matches."),
+    ("spaces-kept", "pyproject", '[tool.urandom-shim]\npolicy = "pep524  "\n', "policy = 'pep524  ' is not a valid policy"),
+    ("huge-value", "pyproject", '[tool.urandom-shim]\npolicy = "' + "x" * 5000 + '"\n', "policy = 'xxxxx"),
     ("machine-rule-without-match", "machine", '[[program]]\npolicy = "pep524"\n',
      "[[program]] #1: match = None is not valid; expected a glob"),
 ]  # fmt: skip
@@ -179,6 +188,7 @@ def test_unreadable_files_and_unlistable_directories_are_one_message_each(
             raise PermissionError(13, "Permission denied")
         return real_open(path, *args, **kwargs)
 
+    (tmp_path / "x.toml").write_text('policy = "pep524"\n')
     monkeypatch.setattr(os, "open", deny)
     layer = _sources.read_file(str(tmp_path / "x.toml"), "x.toml (user file)", required=False)
     assert layer is not None and layer.problems == [
@@ -434,3 +444,70 @@ def test_configuration_read_later_still_sees_how_the_interpreter_started(shim: V
     (tmp_path / "pyproject.toml").unlink()
     result = shim.run("-m", "pkg.tool", env=env, cwd=tmp_path)
     assert result.stdout.strip() == f"pep522 | {machine} (machine file) [[program]] match = 'pkg.tool'", result.stderr
+
+
+# -- regressions found in review ------------------------------------------------------------------------------------
+
+
+def test_a_deleted_current_directory_never_breaks_start_up(shim: Venv, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    code = "import os, subprocess, sys\nos.rmdir(os.getcwd())\nfor extra in ({}, {'URANDOM_SHIM_SIMULATE': 'unready-forever'}):\n    r = subprocess.run([sys.executable, '-c', 'print(1)'], capture_output=True, text=True, env=dict(os.environ, **extra))\n    print(r.returncode, repr(r.stdout), repr(r.stderr))"
+    result = shim.run("-c", code, cwd=gone)
+    ready, unready = result.stdout.splitlines()
+    assert ready == "0 '1\\n' ''", result.stderr
+    assert unready.startswith("0 '1\\n' 'urandom-shim: the current directory no longer exists; ignoring project")
+    assert unready.count("urandom-shim:") == 1
+
+
+def test_a_pyproject_that_is_a_symlink_loop_is_reported_and_does_not_fall_through_to_the_parent(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    child = tmp_path / "child"
+    child.mkdir()
+    os.symlink(child / "pyproject.toml", child / "pyproject.toml")
+    (child / "app.py").touch()
+    found, problems = _config.resolve({}, flags=object(), argv=[str(child / "app.py")],
+                                      environment_file="/nonexistent", machine_file="/nonexistent")  # fmt: skip
+    assert found.policy.value.name == "native"
+    assert problems == [f"{child}/pyproject.toml: cannot be read (Too many levels of symbolic links); ignoring project "
+                        "settings."]  # fmt: skip
+
+
+def test_the_message_about_a_bad_value_names_what_the_floor_made_of_the_result(tmp_path: Path) -> None:
+    (tmp_path / "project").mkdir()
+    (tmp_path / "project" / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "legacy"\n')
+    (tmp_path / "machine.toml").write_text("allow_weak = false\n")
+    found, problems = resolve_in(tmp_path, {"URANDOM_POLICY": "bogus"}, machine_file=str(tmp_path / "machine.toml"))
+    assert found.policy.value.name == "pep524"
+    assert "ignoring it, so policy is 'pep524' from " in problems[0], problems
+
+
+def test_a_symlinked_script_finds_the_pyproject_of_its_target_and_rules_match_the_links_name(tmp_path: Path) -> None:
+    (tmp_path / "proj").mkdir()
+    (tmp_path / "proj" / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    (tmp_path / "proj" / "tool.py").touch()
+    (tmp_path / "bin").mkdir()
+    os.symlink(tmp_path / "proj" / "tool.py", tmp_path / "bin" / "cron-tool")
+    who = _sources.invocation([str(tmp_path / "bin" / "cron-tool")])
+    assert who.anchor == str(tmp_path / "proj") and who.program == "cron-tool"
+
+
+@pytest.mark.parametrize(
+    ("orig_argv", "module"),
+    [(["py", "--check-hash-based-pycs", "default", "-m", "pm"], "pm"), (["py", "-X", "dev", "-m", "a.b"], "a.b"),
+     (["py", "-Im", "mod"], "mod"), (["py", "-c", "x", "-m", "no"], None), (["py", "app.py", "-m", "no"], None)],
+)  # fmt: skip
+def test_the_dash_m_module_is_found_among_any_interpreter_options(
+    monkeypatch: pytest.MonkeyPatch, orig_argv: list[str], module: str | None
+) -> None:
+    import sys
+
+    monkeypatch.setattr(sys, "orig_argv", orig_argv, raising=False)
+    assert _sources.invocation(["-m"]).program == module
+
+
+def test_a_pyproject_that_merely_depends_on_us_is_not_parsed() -> None:
+    assert not _sources.mentions_our_table(b'[project]\nname = "app"\ndependencies = ["urandom-shim>=1"]\n')
+    assert _sources.mentions_our_table(b'[tool.urandom-shim]\npolicy = "pep524"\n')
+    assert _sources.mentions_our_table(b'[tool."urandom-shim"]\npolicy = "pep524"\n')
+    assert _sources.mentions_our_table(b'[tool]\nurandom-shim = { policy = "pep524" }\n')

@@ -61,11 +61,27 @@ def _choices(values: tuple[str, ...]) -> str:
 
 
 def _near_miss(text: str, valid: tuple[str, ...]) -> str:
+    """A "did you mean" for a wrong case, stray whitespace or separators, a prefix, or a typo or two."""
     folded = "".join(text.split()).lower().replace("-", "").replace("_", "")
-    for name in valid:
-        if folded == name.replace("-", "").replace("_", "") or (len(folded) > 2 and name.startswith(folded)):
-            return f" (did you mean {name!r}?)"
-    return ""
+    plain = {name: name.replace("-", "").replace("_", "") for name in valid}
+    exact = [name for name in valid if plain[name] == folded or (len(folded) > 2 and name.startswith(folded))]
+    if exact:
+        return f" (did you mean {exact[0]!r}?)"
+    distance, best = min((_distance(folded, plain[name]), name) for name in valid)
+    return f" (did you mean {best!r}?)" if distance <= 2 else ""
+
+
+def _distance(a: str, b: str) -> int:
+    """Levenshtein distance, for short words only (difflib costs an import on the start-up path)."""
+    if abs(len(a) - len(b)) > 2 or len(a) > 40:
+        return 99
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i]
+        for j, char_b in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        previous = current
+    return previous[-1]
 
 
 def parse_policy(value: object, from_text: bool = True) -> object:
@@ -175,33 +191,46 @@ class _Resolution:
                 self.messages.append(f"{layer.label}: unknown key {key!r} ({where}); ignoring it.")
 
     def _programs(self, layer: _sources.Layer, rules: object, program: str | None) -> None:
-        if not isinstance(rules, list) or not all(isinstance(rule, dict) for rule in rules):
+        if not isinstance(rules, list):
             self.messages.append(
-                f"{layer.label}: 'program' must be an array of tables ([[program]]), not {type(rules).__name__}; "
-                "ignoring the rules."
+                f"{layer.label}: program = {_sources.shorten(rules)} is not valid; expected an array of tables, "
+                "written [[program]] with match = 'glob' and settings below it; ignoring the rules."
             )
             return
         for index, rule in enumerate(rules):
-            pattern = rule.get("match")
             label = f"{layer.label} [[program]] #{index + 1}"
-            if not isinstance(pattern, str) or not pattern:
+            if not isinstance(rule, dict):
                 self.messages.append(
-                    f"{label}: match = {pattern!r} is not valid; expected a glob on a script's file name or an "
-                    "-m module's name, such as 'cron-helper*'; ignoring this rule."
+                    f"{label}: is a {type(rule).__name__} ({_sources.shorten(rule)}), not a table with "
+                    "match = 'glob' and settings; ignoring this rule."
                 )
                 continue
-            if program is None or not _glob(pattern, program):
+            pattern = rule.get("match")
+            if not isinstance(pattern, str) or not pattern:
+                self.messages.append(
+                    f"{label}: match = {_sources.shorten(pattern)} is not valid; expected a glob on a script's file "
+                    "name or an -m module's name, such as 'cron-helper*'; ignoring this rule."
+                )
                 continue
-            label = f"{layer.label} [[program]] match = {pattern!r}"
+            # Every rule is checked, matching or not: a typo must not wait for the one boot that runs that program.
+            matches = program is not None and _glob(pattern, program)
+            source = f"{layer.label} [[program]] match = {pattern!r}"
             for key, raw in rule.items():
                 if key == "match":
                     continue
-                if key in KEYS:
-                    self.offer(key, raw, label, from_text=False)
+                if key not in KEYS:
+                    valid = _valid_keys(False)
+                    self.messages.append(f"{source}: unknown key {key!r} (valid keys are {valid}); ignoring it.")
+                elif matches:
+                    self.offer(key, raw, source, from_text=False)
                 else:
-                    self.messages.append(
-                        f"{label}: unknown key {key!r} (valid keys are {_valid_keys(False)}); ignoring it."
-                    )
+                    try:
+                        KEYS[key][1](raw, False)
+                    except InvalidValue as exc:
+                        self.messages.append(
+                            f"{source}: {key} = {_sources.shorten(exc.value)} is not a valid {key}; expected "
+                            f"{exc.expected}{exc.hint}; the rule will ignore it when it matches."
+                        )
 
     def settings(self) -> Settings:
         return Settings(**self.found)
@@ -219,11 +248,12 @@ def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
         return None
     value = layer.values["allow_weak"]
     if not isinstance(value, bool):
+        # A floor is a security setting: a malformed one is read the safe way, not dropped.
         messages.append(
-            f"{layer.label}: allow_weak = {value!r} is not valid; expected true or false; ignoring it, so there is "
-            "no floor from this file."
+            f"{layer.label}: allow_weak = {_sources.shorten(value)} is not valid; expected true or false; reading it "
+            "as allow_weak = false, the safe choice."
         )
-        return None
+        return f"{layer.label} (allow_weak = {_sources.shorten(value)}, read as false)"
     return None if value else f"{layer.label} (allow_weak = false)"
 
 
@@ -261,7 +291,7 @@ def resolve(
         if layer is not None:
             resolution.layer(layer, admin=False, program=who.program)
     # 3. The project's pyproject.toml.
-    if not ignore_environment:
+    if not ignore_environment and who.anchor is not None:
         path, problem = _sources.find_pyproject(who.anchor)
         if problem is not None:
             messages.append(problem)
@@ -288,11 +318,12 @@ def resolve(
         resolution.layer(layer, admin=True, program=who.program)
     # 6. The default (Settings fills it in).
     settings = resolution.settings()
+    floor_messages: list[str] = []
+    if floors:  # before describing bad values, so that "what the shim did instead" is what it really did
+        _apply_floor(settings, floors[0], floor_messages)
     for source, key, exc, from_text in resolution.bad:
         messages.append(_describe(source, key, exc, settings, from_text))
-    if floors:
-        _apply_floor(settings, floors[0], messages)
-    return settings, messages
+    return settings, messages + floor_messages
 
 
 def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:
@@ -317,7 +348,8 @@ def _describe(source: str, key: str, exc: InvalidValue, settings: Settings, from
     effective: Setting = getattr(settings, key)
     shown = str(effective.value) if key == "policy" else effective.value
     instead = "none" if shown is None else repr(shown)
-    what = f"{source}={exc.value!r}" if from_variable else f"{source}: {key} = {exc.value!r}"
+    shown_value = _sources.shorten(exc.value)
+    what = f"{source}={shown_value}" if from_variable else f"{source}: {key} = {shown_value}"
     return (
         f"{what} is not a valid {key}; expected {exc.expected}{exc.hint}; "
         f"ignoring it, so {key} is {instead} from {effective.source}."

@@ -13,7 +13,7 @@ PREFIX = "urandom-shim: "
 
 def emit(text: str) -> None:
     """Write one ``urandom-shim:`` line to stderr, whatever state stderr is in."""
-    line = PREFIX + " ".join(text.split()) + "\n"
+    line = PREFIX + text.replace("\r", "\\r").replace("\n", "\\n") + "\n"  # one line, whatever a value holds
     stream = sys.stderr
     if stream is None:  # pythonw, daemons with closed descriptors
         return

@@ -23,6 +23,12 @@ TABLE = "tool.urandom-shim"
 MACHINE_FILE = "/etc/urandom-shim.toml"
 
 
+def shorten(value: object, limit: int = 80) -> str:
+    """``repr(value)``, cut to ``limit`` characters so that a huge value still makes one readable line."""
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class Layer:
     """What one source said. ``values`` maps keys to raw (unvalidated) values."""
 
@@ -53,9 +59,15 @@ def read_capped(path: str) -> bytes:
     device such as /dev/zero never ends, so the file is opened without blocking and checked before it is read."""
     import stat
 
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    mode = os.stat(path).st_mode  # before opening: opening a tty or a device can have side effects
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(21, "Is a directory")
+    if not stat.S_ISREG(mode):
+        raise OSError(0, "not a regular file")
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode
+        mode = os.fstat(fd).st_mode  # and again, in case it was swapped in between
         if stat.S_ISDIR(mode):
             raise IsADirectoryError(21, "Is a directory")
         if not stat.S_ISREG(mode):
@@ -132,7 +144,7 @@ class Invocation:
 
     __slots__ = ("anchor", "problem", "program")
 
-    def __init__(self, anchor: str, program: str | None, problem: str | None = None) -> None:
+    def __init__(self, anchor: str | None, program: str | None, problem: str | None = None) -> None:
         self.anchor = anchor
         self.program = program
         self.problem = problem
@@ -153,6 +165,9 @@ def _module_from_command_line() -> str | None:
         arg = argv[index]
         if arg == "--" or not arg.startswith("-") or arg == "-":
             return None  # a script, stdin, or the end of the options: not -m
+        if arg.startswith("--"):  # a long option; only --check-hash-based-pycs takes a separate value
+            index += 2 if arg == "--check-hash-based-pycs" else 1
+            continue
         for position, flag in enumerate(arg[1:], start=1):  # a cluster such as -Im or -Wdefault
             rest = arg[position + 1 :]
             if flag == "m":
@@ -174,16 +189,21 @@ def invocation(argv: object = None) -> Invocation:
 
     Without ``argv``, uses what start-up recorded (``sys.argv`` and the current directory as they were while the
     ``.pth`` ran), so that configuration read later still sees how the interpreter was started."""
-    cwd = os.getcwd()
-    if argv is None:
-        recorded = getattr(sys, "_urandom_shim_invocation", None)
-        if isinstance(recorded, tuple) and len(recorded) == 2 and isinstance(recorded[1], str):
-            argv, cwd = recorded
-            argv = list(argv) if isinstance(argv, list) else argv
-            if argv is None:
-                argv = _MISSING_ARGV
-        else:
+    gone = "the current directory no longer exists; ignoring project settings."
+    cwd: str | None = None
+    recorded = getattr(sys, "_urandom_shim_invocation", None) if argv is None else None
+    if isinstance(recorded, tuple) and len(recorded) == 2:
+        argv, cwd = recorded
+        argv = _MISSING_ARGV if argv is None else argv
+        if not isinstance(cwd, str):
+            return Invocation(None, None, gone)
+    else:
+        if argv is None:
             argv = getattr(sys, "argv", _MISSING_ARGV)
+        try:
+            cwd = os.getcwd()
+        except OSError:
+            return Invocation(None, None, gone)
     if argv is _MISSING_ARGV:
         argv = None
     if not isinstance(argv, list) or not argv:
@@ -196,11 +216,11 @@ def invocation(argv: object = None) -> Invocation:
         return Invocation(cwd, _module_from_command_line())
     if first in ("", "-", "-c"):
         return Invocation(cwd, None)
-    script = os.path.normpath(os.path.join(cwd, first))
-    program = os.path.basename(script)
-    if os.path.isdir(script) or program == "__main__.py":
-        # a directory or zipapp run as a program (python app/): its own directory is the anchor
-        return Invocation(script if os.path.isdir(script) else os.path.dirname(script), program)
+    given = os.path.join(cwd, first)
+    program = os.path.basename(os.path.normpath(given))  # a symlink's own name is what [[program]] rules match
+    script = os.path.realpath(given)  # ... but Python runs the target, from the target's directory
+    if os.path.isdir(script):
+        return Invocation(script, program)  # a directory run as a program (python app/)
     if not os.path.exists(script):
         return Invocation(
             os.path.dirname(script),
@@ -218,21 +238,31 @@ def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
         candidate = os.path.join(directory, "pyproject.toml")
         try:
             os.stat(candidate)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             pass
         except PermissionError:
             return (
                 None,
                 f"cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings.",
             )
-        except OSError:
-            pass
+        except OSError as exc:  # a symlink loop, an I/O error: the nearest pyproject exists but is unusable
+            return None, f"{candidate}: cannot be read ({exc.strerror or exc}); ignoring project settings."
         else:
             return candidate, None
         parent = os.path.dirname(directory)
         if parent == directory:
             return None, None
         directory = parent
+
+
+def mentions_our_table(data: bytes) -> bool:
+    """Whether a pyproject may hold ``[tool.urandom-shim]``, in any TOML spelling, without parsing it. A project that
+    merely depends on urandom-shim does not count."""
+    if any(form in data for form in (b"tool.urandom-shim", b'tool."urandom-shim"', b"tool.'urandom-shim'")):
+        return True
+    if b"[tool]" not in data:
+        return False
+    return any(form in data for form in (b"\nurandom-shim", b'\n"urandom-shim"', b"\n'urandom-shim'"))
 
 
 def read_pyproject(path: str) -> Layer | None:
@@ -245,7 +275,7 @@ def read_pyproject(path: str) -> Layer | None:
     except OSError as exc:
         layer.problems.append(f"{label}: cannot be read ({exc.strerror or exc}); ignoring it.")
         return layer
-    if b"urandom-shim" not in data:
+    if not mentions_our_table(data):
         return None  # not ours: no TOML parse
     if len(data) > MAX_BYTES:
         layer.problems.append(f"{label}: is larger than {MAX_BYTES // 1024} KiB; ignoring it.")
@@ -259,7 +289,10 @@ def read_pyproject(path: str) -> Layer | None:
     if table is None:
         return None
     if not isinstance(table, dict):
-        layer.problems.append(f"{label}: is {type(table).__name__}, not a table; ignoring it.")
+        layer.problems.append(
+            f"{label}: is a {type(table).__name__} ({shorten(table)}), but it must be a table: write "
+            "[tool.urandom-shim] with keys below it; ignoring it."
+        )
         return layer
     layer.values = dict(table)
     return layer
