@@ -511,3 +511,21 @@ def test_a_pyproject_that_merely_depends_on_us_is_not_parsed() -> None:
     assert _sources.mentions_our_table(b'[tool.urandom-shim]\npolicy = "pep524"\n')
     assert _sources.mentions_our_table(b'[tool."urandom-shim"]\npolicy = "pep524"\n')
     assert _sources.mentions_our_table(b'[tool]\nurandom-shim = { policy = "pep524" }\n')
+
+
+def test_runtime_activate_cannot_go_below_the_floor_either(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import urandom_shim
+
+    (tmp_path / "machine.toml").write_text("allow_weak = false\n")
+    monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(tmp_path / "machine.toml"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    try:
+        settings_ = urandom_shim.activate("legacy", on_timeout="fallback")
+    finally:
+        urandom_shim.deactivate()
+    assert settings_.policy.value.name == "pep524" and settings_.on_timeout.value == "raise"
+    assert "instead of 'legacy' from urandom_shim.activate()" in settings_.policy.source
+    assert "policy 'legacy' from urandom_shim.activate() is below the floor" in capsys.readouterr().err

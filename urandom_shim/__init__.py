@@ -1,14 +1,8 @@
 """urandom-shim: choose what ``os.urandom()`` does before the kernel's random number generator is initialised.
 
-This module is also the start-up code that every interpreter of the environment runs, from the ``.pth`` file (or the
-PEP 829 ``.start`` file), pip included. So it is the cheapest module in the project, and the only one the ready path
-loads: on nearly every start it costs one non-blocking ``getrandom()`` probe and an import hook that adds
-``secrets.wait_for_system_rng`` when ``secrets`` is imported. It reads no file, imports nothing beyond ``os`` and
-``sys`` (already loaded by ``site``), and replaces no function. The public API below is loaded on first use.
-
-Only when the probe finds the kernel CRNG uninitialised, or a simulation is on, does it hand over to
-:mod:`urandom_shim._activation`, which reads the configuration and installs the policy. It never raises: a failure is
-one ``urandom-shim:`` line on stderr, and the interpreter carries on without the shim.
+Start-up is not here: ``urandom_shim.pth`` runs the top-level module ``_urandom_shim_boot`` (the kill switch, the
+probe, the ready path), which imports this package only when the CRNG is unready or simulated, or when ``secrets`` is
+imported. So this module stays small, and the public API below is loaded on first use.
 """
 
 import os
@@ -48,44 +42,19 @@ inactive_reason: "str | None" = None
 _booted = False
 
 
-def disabled_by_environment() -> bool:
-    """The kill switch: ``URANDOM_SHIM_DISABLE`` set to anything but empty or ``0``. Honoured even under ``-E``."""
-    return os.environ.get("URANDOM_SHIM_DISABLE", "") not in ("", "0")
-
-
-def kernel_probe_ready() -> bool:
-    """One non-blocking getrandom() of one byte. "Unknown" (no getrandom, ENOSYS, EPERM) counts as ready."""
-    try:
-        os.getrandom(1, os.GRND_NONBLOCK)
-    except BlockingIOError:
-        return False
-    except (AttributeError, OSError):
-        return True
-    return True
-
-
 def boot(how: str = "pth") -> None:
-    """Activate the shim in this interpreter. Idempotent: a venv processes ``.pth`` files twice.
-
-    The start-up module ``_urandom_shim_boot`` runs the ready path itself and calls this only when the CRNG is
-    unready or simulated.
-    """
+    """Take over from ``_urandom_shim_boot`` once it has found the CRNG unready (or simulated): read the
+    configuration and install the policy. Idempotent. The kill switch and the probe are the start-up module's: an
+    activation path of its own (such as a bootstrap ``sitecustomize``) calls ``_urandom_shim_boot.boot(how)``."""
     global activated_by, inactive_reason, _booted
     if _booted:
         return
     _booted = True
+    activated_by = how
     try:
-        if disabled_by_environment():
-            inactive_reason = "disabled by URANDOM_SHIM_DISABLE"
-            return
-        activated_by = how
-        sys._urandom_shim_boot = how  # type: ignore[attr-defined]  # so a later .pth pass stands aside
-        if "URANDOM_SHIM_SIMULATE" in os.environ or not kernel_probe_ready():
-            from . import _activation
+        from . import _activation
 
-            _activation.start_unready()
-        else:
-            add_wait_for_system_rng()
+        _activation.start_unready()
     except Exception as exc:  # noqa: BLE001 - never break an interpreter
         inactive_reason = f"activation failed: {type(exc).__name__}: {exc}"
         report_failure(exc)

@@ -26,7 +26,6 @@ from ._policies import (
     UNTOUCHED,
     URANDOM,
     WAIT,
-    Setting,
     Settings,
     action,
 )
@@ -299,12 +298,12 @@ def activate(
 ) -> Settings:
     """Apply a policy in this interpreter from now on, replacing any active one. Returns the effective settings.
 
-    Settings you don't pass come from the configuration (environment variables), as at start-up. Patches are only
-    installed while the CRNG is unready; when it is ready this changes nothing but the settings reported. Raises
-    ValueError for a bad value, naming it and the valid choices.
+    Settings you don't pass come from the configuration, as at start-up, and a floor (``allow_weak = false``) in
+    the environment's or machine's file still applies. Patches are only installed while the CRNG is unready; when it
+    is ready this changes nothing but the settings reported. Raises ValueError for a bad value, naming it and the
+    valid choices.
     """
     global _engine
-    base, _problems = _config.resolve()
     given = {
         "policy": policy,
         "timeout": timeout,
@@ -312,21 +311,21 @@ def activate(
         "warn_after": warn_after,
         "seed_random_instances": seed_random_instances,
     }
-    fields = {}
-    for key, value in given.items():
-        if value is _KEEP or (key == "policy" and value is None):
-            fields[key] = getattr(base, key)
-            continue
-        _variable, parse = _config.KEYS[key]
+    overrides = {k: v for k, v in given.items() if v is not _KEEP and not (k == "policy" and v is None)}
+    for key, value in overrides.items():
         try:
-            fields[key] = Setting(parse(value), "urandom_shim.activate()")
+            _config.KEYS[key][1](value, False)
         except _config.InvalidValue as exc:
             raise ValueError(f"urandom_shim.activate(): {key}={exc}") from None
+    # The same resolution as at start-up, with these values on top: so the machine's floor holds here too.
+    settings, problems = _config.resolve(overrides=overrides)
+    for problem in problems:
+        emit(problem)
     deactivate()
     if _startup.activated_by is None:
         _startup.activated_by = "runtime"
     _startup.add_wait_for_system_rng()
-    _engine = Engine(Settings(**fields))
+    _engine = Engine(settings)
     _engine.engage(reseed_loaded_random=False)
     return _engine.settings
 
@@ -345,11 +344,6 @@ def current_settings() -> Settings:
         return _engine.settings
     settings, _problems = _config.resolve()
     return settings
-
-
-def is_engaged() -> bool:
-    """True while patches are installed (the CRNG is unready and the policy is not ``native``)."""
-    return _engine is not None and _engine.engaged
 
 
 def wait_for_system_rng(timeout: float | None = None) -> bool:

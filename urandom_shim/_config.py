@@ -41,8 +41,6 @@ ENV_TIMEOUT = "URANDOM_SHIM_TIMEOUT"
 ENV_ON_TIMEOUT = "URANDOM_SHIM_ON_TIMEOUT"
 ENV_WARN_AFTER = "URANDOM_SHIM_WARN_AFTER"
 ENV_SEED_RANDOM_INSTANCES = "URANDOM_SHIM_SEED_RANDOM_INSTANCES"
-ENV_DISABLE = "URANDOM_SHIM_DISABLE"
-ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"
 ENV_CONFIG = "URANDOM_SHIM_CONFIG"
 
 
@@ -264,6 +262,8 @@ def resolve(
     *,
     environment_file: str | None = None,
     machine_file: str | None = None,
+    overrides: Mapping[str, object] | None = None,
+    overrides_source: str = "urandom_shim.activate()",
 ) -> tuple[Settings, list[str]]:
     """The effective settings, each with its source, and the problems found on the way (one message each).
 
@@ -278,6 +278,9 @@ def resolve(
     if who.problem is not None and not ignore_environment:
         messages.append(who.problem)
 
+    # 0. Values given at runtime (urandom_shim.activate()): above every source, but not below the floor.
+    for key, value in (overrides or {}).items():
+        resolution.offer(key, value, overrides_source, from_text=False)
     # 1. The environment.
     if not ignore_environment:
         for key, (variable, _parse) in KEYS.items():

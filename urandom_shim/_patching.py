@@ -87,9 +87,6 @@ class Patcher:
             if self in _live:
                 _live.remove(self)
 
-    def __len__(self) -> int:
-        return len(self._log)
-
 
 _live: list[Patcher] = []
 

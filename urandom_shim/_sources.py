@@ -32,14 +32,13 @@ def shorten(value: object, limit: int = 80) -> str:
 class Layer:
     """What one source said. ``values`` maps keys to raw (unvalidated) values."""
 
-    __slots__ = ("label", "path", "problems", "programs", "values")
+    __slots__ = ("label", "path", "problems", "values")
 
     def __init__(self, label: str, path: str | None = None) -> None:
         self.label = label
         self.path = path
         self.values: dict[str, object] = {}
         self.problems: list[str] = []
-        self.programs: list[dict[str, object]] = []
 
 
 def _loads(text: str) -> dict[str, Any]:
@@ -54,24 +53,23 @@ def _loads(text: str) -> dict[str, Any]:
     return result
 
 
-def read_capped(path: str) -> bytes:
-    """Up to MAX_BYTES + 1 bytes of a *regular* file. A FIFO would block start-up until someone writes to it, and a
-    device such as /dev/zero never ends, so the file is opened without blocking and checked before it is read."""
+def _check_regular(mode: int) -> None:
     import stat
 
-    mode = os.stat(path).st_mode  # before opening: opening a tty or a device can have side effects
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(21, "Is a directory")
     if not stat.S_ISREG(mode):
         raise OSError(0, "not a regular file")
+
+
+def read_capped(path: str) -> bytes:
+    """Up to MAX_BYTES + 1 bytes of a *regular* file. A FIFO would block start-up until someone writes to it, and a
+    device such as /dev/zero never ends, so the file is opened without blocking and checked before it is read."""
+    _check_regular(os.stat(path).st_mode)  # before opening: opening a tty or a device can have side effects
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
     fd = os.open(path, flags)
     try:
-        mode = os.fstat(fd).st_mode  # and again, in case it was swapped in between
-        if stat.S_ISDIR(mode):
-            raise IsADirectoryError(21, "Is a directory")
-        if not stat.S_ISREG(mode):
-            raise OSError(0, "not a regular file")
+        _check_regular(os.fstat(fd).st_mode)  # and again, in case it was swapped in between
         chunks = []
         remaining = MAX_BYTES + 1
         while remaining > 0:
@@ -85,10 +83,10 @@ def read_capped(path: str) -> bytes:
         os.close(fd)
 
 
-def read_toml(path: str, label: str, required: bool) -> tuple[dict[str, Any] | None, str | None]:
-    """(document, problem). ``document`` is None when the file is absent or unusable; ``problem`` says why."""
+def read_bytes(path: str, label: str, required: bool) -> tuple[bytes | None, str | None]:
+    """(data, problem). ``data`` is None when the file is absent or unusable; ``problem`` says why, in one line."""
     try:
-        data = read_capped(path)
+        return read_capped(path), None
     except FileNotFoundError:
         return None, (f"{label}: the file does not exist; ignoring it." if required else None)
     except IsADirectoryError:
@@ -97,9 +95,21 @@ def read_toml(path: str, label: str, required: bool) -> tuple[dict[str, Any] | N
         return None, f"{label}: permission denied while reading it; ignoring it."
     except OSError as exc:  # a symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error ...
         return None, f"{label}: cannot be read ({exc.strerror or exc}); ignoring it."
+
+
+def _too_big(data: bytes, label: str) -> str | None:
     if len(data) > MAX_BYTES:
-        return None, f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; ignoring it."
-    return parse_toml(data, label)
+        return f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; ignoring it."
+    return None
+
+
+def read_toml(path: str, label: str, required: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """(document, problem). ``document`` is None when the file is absent or unusable; ``problem`` says why."""
+    data, problem = read_bytes(path, label, required)
+    if data is None:
+        return None, problem
+    problem = _too_big(data, label)
+    return (None, problem) if problem else parse_toml(data, label)
 
 
 def parse_toml(data: bytes, label: str) -> tuple[dict[str, Any] | None, str | None]:
@@ -270,17 +280,16 @@ def read_pyproject(path: str) -> Layer | None:
     is not parsed at all."""
     label = f"{path} [{TABLE}]"
     layer = Layer(label, path)
-    try:
-        data = read_capped(path)
-    except OSError as exc:
-        layer.problems.append(f"{label}: cannot be read ({exc.strerror or exc}); ignoring it.")
-        return layer
+    data, problem = read_bytes(path, label, required=False)
+    if data is None:
+        layer.problems.extend([problem] if problem else [])
+        return layer if problem else None
     if not mentions_our_table(data):
         return None  # not ours: no TOML parse
-    if len(data) > MAX_BYTES:
-        layer.problems.append(f"{label}: is larger than {MAX_BYTES // 1024} KiB; ignoring it.")
-        return layer
-    document, problem = parse_toml(data, label)
+    problem = _too_big(data, label)
+    document = None
+    if problem is None:
+        document, problem = parse_toml(data, label)
     if problem is not None:
         layer.problems.append(problem)
         return layer
