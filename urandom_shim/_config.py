@@ -1,7 +1,9 @@
 """Configuration: sources, precedence, provenance and validation.
 
-Today the sources are, highest first: the environment variables below, then the default (policy ``native``). The file
-sources of SPEC section 4 slot into :func:`resolve` between the two.
+The sources of SPEC section 4, highest first: the environment variables below, the file named by
+``URANDOM_SHIM_CONFIG``, the project's ``pyproject.toml``, the user's file, the environment's and the machine's files,
+then the default (policy ``native``). :func:`resolve` reads them in that order; :mod:`urandom_shim._sources` finds and
+reads the files.
 
 =========================================  ==========================================================
 ``URANDOM_POLICY``                         ``native``, ``pep524``, ``pep522`` or ``legacy``
@@ -160,17 +162,32 @@ class _Resolution:
         self.found: dict[str, Setting] = {}
         self.bad: list[tuple[str, str, InvalidValue, bool]] = []  # (source, key, error, from a variable)
         self.messages: list[str] = []
+        #: Every source tried, in order, with what it contributed: what ``urandom-shim check`` prints.
+        self.trace: list[tuple[str, list[str]]] = []
+
+    def tried(self, label: str, *notes: str) -> list[str]:
+        """Record that ``label`` was tried; returns the list that collects what it contributed."""
+        entry: list[str] = list(notes)
+        self.trace.append((label, entry))
+        return entry
 
     def offer(self, key: str, raw: object, source: str, from_text: bool) -> None:
         _variable, parse = KEYS[key]
+        notes = self.trace[-1][1] if self.trace else []
         try:
             value = parse(raw, from_text)
         except InvalidValue as exc:
             self.bad.append((source, key, exc, from_text))
+            notes.append(f"{key} = {_sources.shorten(raw)} is not valid (see problems)")
             return
-        self.found.setdefault(key, Setting(value, source))
+        shown = _sources.shorten(str(value) if key == "policy" else value)
+        winner = self.found.setdefault(key, Setting(value, source))
+        notes.append(f"{key} = {shown}" + ("" if winner.source == source else f" (outranked by {winner.source})"))
 
     def layer(self, layer: _sources.Layer, admin: bool, program: str | None) -> None:
+        notes = self.tried(layer.label)
+        if layer.problems:
+            notes.append("unusable (see problems)")
         self.messages.extend(layer.problems)
         values = dict(layer.values)
         rules = values.pop("program", None) if admin else None
@@ -213,6 +230,8 @@ class _Resolution:
             # Every rule is checked, matching or not: a typo must not wait for the one boot that runs that program.
             matches = program is not None and _glob(pattern, program)
             source = f"{layer.label} [[program]] match = {pattern!r}"
+            if matches:
+                self.trace[-1][1].append(f"[[program]] #{index + 1} match = {pattern!r} matches {program!r}")
             for key, raw in rule.items():
                 if key == "match":
                     continue
@@ -264,48 +283,70 @@ def resolve(
     machine_file: str | None = None,
     overrides: Mapping[str, object] | None = None,
     overrides_source: str = "urandom_shim.activate()",
+    who: _sources.Invocation | None = None,
+    trace: list[tuple[str, list[str]]] | None = None,
 ) -> tuple[Settings, list[str]]:
     """The effective settings, each with its source, and the problems found on the way (one message each).
 
     Reads top to bottom, highest precedence first; the first source that sets a key wins. The environment's and the
     machine's files may also set a floor (``allow_weak = false``) that no source can go below.
+
+    ``who`` says which program to resolve for (default: this interpreter's, from ``argv``). ``trace``, if given,
+    receives every source tried, in order, with what it contributed.
     """
     environ = os.environ if environ is None else environ
     ignore_environment = environment_ignored(flags)
     resolution = _Resolution()
     messages = resolution.messages
-    who = _sources.invocation(argv)
+    tried = resolution.tried
+    who = _sources.invocation(argv) if who is None else who
     if who.problem is not None and not ignore_environment:
         messages.append(who.problem)
+    ignored = "ignored: Python runs with -E or -I"
 
     # 0. Values given at runtime (urandom_shim.activate()): above every source, but not below the floor.
-    for key, value in (overrides or {}).items():
-        resolution.offer(key, value, overrides_source, from_text=False)
+    if overrides:
+        tried(overrides_source)
+        for key, value in overrides.items():
+            resolution.offer(key, value, overrides_source, from_text=False)
     # 1. The environment.
-    if not ignore_environment:
-        for key, (variable, _parse) in KEYS.items():
-            raw = environ.get(variable)
-            if raw is not None:
-                resolution.offer(key, raw, f"environment variable {variable}", from_text=True)
+    for key, (variable, _parse) in KEYS.items():
+        source = f"environment variable {variable}"
+        raw = None if ignore_environment else environ.get(variable)
+        tried(source, *(() if raw is not None else (ignored if ignore_environment else "not set",)))
+        if raw is not None:
+            resolution.offer(key, raw, source, from_text=True)
     # 2. The file named by URANDOM_SHIM_CONFIG.
     named = None if ignore_environment else environ.get(ENV_CONFIG)
     if named:
         layer = _sources.read_file(named, f"{named} (from {ENV_CONFIG})", required=True)
         if layer is not None:
             resolution.layer(layer, admin=False, program=who.program)
+    else:
+        tried(f"environment variable {ENV_CONFIG}", ignored if ignore_environment else "not set")
     # 3. The project's pyproject.toml.
-    if not ignore_environment and who.anchor is not None:
+    if ignore_environment or who.anchor is None:
+        tried("the project's pyproject.toml", ignored if ignore_environment else "no directory to look from")
+    else:
         path, problem = _sources.find_pyproject(who.anchor)
         if problem is not None:
             messages.append(problem)
         project = None if path is None else _sources.read_pyproject(path)
         if project is not None:
             resolution.layer(project, admin=False, program=who.program)
+        elif problem is not None:
+            tried("the project's pyproject.toml", "unusable (see problems)")
+        elif path is None:
+            tried("the project's pyproject.toml", f"none found in {who.anchor} or above")
+        else:
+            tried(f"{path} [{_sources.TABLE}]", "no such table in the nearest pyproject.toml")
     # 4. The user's file.
     path = _sources.user_file(environ, ignore_environment)
     user = _sources.read_file(path, f"{path} (user file)", required=False)
     if user is not None:
         resolution.layer(user, admin=False, program=who.program)
+    else:
+        tried(f"{path} (user file)", "absent")
     # 5. The environment's file, then the machine's: these may hold [[program]] rules and a floor.
     floors = []
     for path, kind in (
@@ -314,13 +355,21 @@ def resolve(
     ):
         layer = _sources.read_file(path, f"{path} ({kind})", required=False)
         if layer is None:
+            tried(f"{path} ({kind})", "absent")
             continue
         floor = _floor(layer, messages)
         if floor is not None:
             floors.append(floor)
         resolution.layer(layer, admin=True, program=who.program)
+        if floor is not None:
+            resolution.trace[-1][1].append(f"sets a floor: {floor}")
     # 6. The default (Settings fills it in).
     settings = resolution.settings()
+    tried(
+        "default", *(f"{k} = {_sources.shorten(v)}" for k, (v, src) in settings.as_dict().items() if src == "default")
+    )
+    if trace is not None:
+        trace.extend(resolution.trace)
     floor_messages: list[str] = []
     if floors:  # before describing bad values, so that "what the shim did instead" is what it really did
         _apply_floor(settings, floors[0], floor_messages)
