@@ -63,4 +63,4 @@ def find_spec(name: str, path: object = None, target: object = None) -> object:
         return None
 
 
-boot("pth")
+boot(sys.__dict__.pop("_urandom_shim_via", "pth"))  # the bootstrap sitecustomize sets "bootstrap"

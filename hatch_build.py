@@ -13,4 +13,6 @@ class StartupFilesHook(BuildHookInterface):  # type: ignore[type-arg]
             build_data["force_include_editable"] = {
                 "urandom_shim.pth": "urandom_shim.pth",
                 "urandom_shim.start": "urandom_shim.start",
+                # The package is imported from the source tree, so the bootstrap goes beside the .pth instead.
+                "sitecustomize.py": "urandom_shim_bootstrap/sitecustomize.py",
             }
