@@ -122,7 +122,7 @@ def main():
         if arg.startswith("--probe="):
             probe = float(arg.split("=", 1)[1])
     call = site_calls()[site]
-    report = {"site": site}
+    report = {"site": site, "simulate": os.environ.get("URANDOM_SHIM_SIMULATE"), "pid": os.getpid()}
 
     def run():
         try:

@@ -229,13 +229,18 @@ def _cwd() -> str | None:
 # -- output helpers ------------------------------------------------------------------------------------------------
 
 
-def _rows(rows: Sequence[tuple[str, ...]], indent: str = "  ") -> list[str]:
-    """Rows of cells, each column padded to its widest cell (the last column is not padded)."""
+def _rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) -> list[str]:
+    """Rows of cells, each column padded to its widest cell (the last column is not padded). A first cell longer
+    than ``widest`` (a long path) gets a line of its own, so that one long path does not push every row right."""
     if not rows:
         return []
-    widths = [max(len(row[i]) for row in rows if len(row) > i) for i in range(max(len(r) for r in rows))]
+    fitting = [row for row in rows if len(row[0]) <= widest] or [("",)]
+    widths = [max((len(row[i]) for row in fitting if len(row) > i), default=0) for i in range(max(map(len, rows)))]
     lines = []
     for row in rows:
+        if len(row[0]) > widest and len(row) > 1:
+            lines.append(indent + row[0])
+            row = ("", *row[1:])
         cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
         lines.append((indent + "  ".join(cells)).rstrip())
     return lines
@@ -362,9 +367,6 @@ def cmd_check(args: argparse.Namespace) -> int:
     trace: list[tuple[str, list[str]]] = []
     settings, config_problems = _config.resolve(who=who, trace=trace)
     problems.extend(config_problems)
-    activation = activation_facts()
-    if activation["pth"] is None and not activation["active"]:
-        problems.append(f"not active in this interpreter: {activation['inactive_reason']}.")
     if args.json:
         _json(
             {

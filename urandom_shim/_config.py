@@ -362,7 +362,9 @@ def resolve(
             floors.append(floor)
         resolution.layer(layer, admin=True, program=who.program)
         if floor is not None:
-            resolution.trace[-1][1].append(f"sets a floor: {floor}")
+            resolution.trace[-1][1].append(
+                f"{floor[len(layer.label) + 2 : -1]}: a floor, no source may choose weak bytes"
+            )
     # 6. The default (Settings fills it in).
     settings = resolution.settings()
     tried(
