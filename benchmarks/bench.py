@@ -189,13 +189,17 @@ def main(argv: list[str] | None = None) -> int:
         env_file = Path(venv.path) / "urandom-shim.toml"
         rows.insert(2, ("start-up, ready path, pyproject with our table in cwd", "project", ["-c", "pass"], {}, 1.02))
         rows.insert(3, ("start-up, ready path, with an environment file", "envfile", ["-c", "pass"], {}, 1.02))
+        # `urandom-shim run` in an interpreter without the .pth: its bootstrap sitecustomize loads the shim by path.
+        bootstrap = {"PYTHONPATH": str(venv.site / "urandom_shim" / "_bootstrap"), "URANDOM_SHIM_HOME": str(venv.site)}
+        rows.append(("start-up, ready path, another python under `urandom-shim run`", "bootstrap", ["-c", "pass"],
+                     bootstrap, 0.0))  # fmt: skip
         for label, kind, what, env, target in rows:
             if kind == "project":
                 os.chdir(project)
             if kind == "envfile":
                 env_file.write_text('policy = "pep524"\n[[program]]\nmatch = "cron*"\npolicy = "legacy"\n')
-            if kind in ("start", "floor", "project", "envfile"):
-                mode = "floor" if kind == "floor" else "on"
+            if kind in ("start", "floor", "project", "envfile", "bootstrap"):
+                mode = {"floor": "floor", "bootstrap": "off"}.get(kind, "on")
                 shim, bare = startup_row(venv, what, env, args.runs, mode)  # type: ignore[arg-type]
                 unit, scale = "ms", 1e3
             else:
@@ -221,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
                     "on",
                     {"URANDOM_POLICY": "legacy", "URANDOM_SHIM_SIMULATE": "unready-forever"},
                 ),
+                ("ready path, another python under `urandom-shim run` (bootstrap, no .pth)", "off", bootstrap),
             ):
                 if label == "ready path":
                     os.chdir(project)
@@ -229,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
                     if in_project:
                         print(f"  {'ready path, pyproject with our table in cwd':<66} {in_project / 1e6:>8.2f}M "
                               f"{in_project / base:>6.3f}x")  # fmt: skip
-                count = base if mode == "off" else instructions(venv, ["-c", "pass"], env, mode)
+                count = base if mode == "off" and not env else instructions(venv, ["-c", "pass"], env, mode)
                 if count:
                     print(f"  {label:<66} {count / 1e6:>8.2f}M {count / base:>6.3f}x")
     return 0

@@ -123,10 +123,7 @@ def _simulation_facts(problems: list[str]) -> dict[str, Any] | None:
     try:
         sim = _simulation.parse(spec)
     except _simulation.InvalidSimulation as exc:
-        problems.append(
-            f"environment variable {_simulation.ENV}={spec!r} is not a simulation; {exc}; ignoring it, so this "
-            "process sees the real kernel."
-        )
+        problems.append(_simulation.problem(spec, exc))
         return {"spec": spec, "valid": False, "unready": False}
     return {"spec": spec, "valid": True, "unready": sim.unready()}
 
@@ -194,11 +191,8 @@ def status_report() -> dict[str, Any]:
     problems.extend(config_problems)
     if activation["inactive_reason"] and not activation["active"]:
         problems.append(f"not active in this interpreter: {activation['inactive_reason']}.")
-    crng = (
-        _readiness.state()
-        if simulation is None or not simulation["valid"]
-        else (_readiness.UNREADY if simulation["unready"] else kernel["crng"])
-    )
+    simulated_unready = simulation is not None and simulation["unready"]
+    crng = _readiness.UNREADY if simulated_unready else kernel["crng"]
     return {
         "version": _startup.__version__,
         "python": {

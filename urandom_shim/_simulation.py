@@ -91,6 +91,14 @@ def parse(spec: str) -> Simulation:
     raise InvalidSimulation(f"expected one of {', '.join(FORMS)} with SECONDS a finite number >= 0")
 
 
+def problem(spec: str, exc: InvalidSimulation) -> str:
+    """The one line that reports a malformed ``URANDOM_SHIM_SIMULATE``."""
+    return (
+        f"environment variable {ENV}={spec!r} is not a simulation; {exc}; ignoring it, so this process sees the real "
+        "kernel."
+    )
+
+
 _UNSET = object()
 _current: object = _UNSET
 
@@ -107,10 +115,7 @@ def current() -> Simulation | None:
             except InvalidSimulation as exc:
                 from ._messages import emit
 
-                emit(
-                    f"environment variable {ENV}={spec!r} is not a simulation; {exc}; "
-                    f"ignoring it, so this process sees the real kernel."
-                )
+                emit(problem(spec, exc))
             else:
                 if sim.spec != spec:  # pin a relative window so that children share this process's deadline
                     os.environ[ENV] = sim.spec
