@@ -19,6 +19,10 @@ Children inherit ``PYTHONPATH`` and ``URANDOM_SHIM_HOME``, so they are bootstrap
 import os
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
 #: Directory names this file has when it is shipped as a bootstrap (wheel, editable install). Anywhere else (a
 #: source checkout on sys.path) it leaves sys.path alone.
 _BOOTSTRAP_DIRS = ("_bootstrap", "urandom_shim_bootstrap")
@@ -33,12 +37,17 @@ def _say(text: str) -> None:
 
 
 def _leave_sys_path(here: str) -> None:
+    # String comparisons only: os.path.realpath costs a system call per path component on every entry, and this
+    # runs at every start-up. __file__ was made from the very entry that run put on PYTHONPATH.
     if os.path.basename(here) in _BOOTSTRAP_DIRS:
-        sys.path[:] = [entry for entry in sys.path if not (isinstance(entry, str) and _same(entry, here))]
+        sys.path[:] = [p for p in sys.path if not (isinstance(p, str) and p and os.path.normpath(p) == here)]
 
 
-def _same(entry: str, here: str) -> bool:
-    return os.path.realpath(entry or os.curdir) == here
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def _activate() -> None:
@@ -68,29 +77,30 @@ def _activate() -> None:
 def _chain(here_file: str) -> None:
     """Run the sitecustomize this file shadows, as ``sys.modules['sitecustomize']``. Its errors are not ours: they
     propagate to ``site``, which reports them exactly as it would have without us."""
-    from importlib.machinery import PathFinder
-
-    for entry in list(sys.path):
-        if not isinstance(entry, str):
-            continue
-        try:
-            spec = PathFinder.find_spec("sitecustomize", [entry])
-        except Exception:  # noqa: BLE001 - an odd sys.path entry is skipped, as the import system would
-            continue
+    # The import system's own frozen modules, always loaded: importing importlib would add types and warnings.
+    bootstrap: Any = sys.modules.get("_frozen_importlib")
+    external: Any = sys.modules.get("_frozen_importlib_external")
+    if bootstrap is None or external is None:  # pragma: no cover - an unusual interpreter
+        import importlib._bootstrap as bootstrap
+        import importlib._bootstrap_external as external
+    path = list(sys.path)
+    while path:
+        spec = external.PathFinder.find_spec("sitecustomize", path)  # one search, as site's own import does
         if spec is None or spec.loader is None or spec.origin is None:
-            continue
-        if os.path.realpath(spec.origin) == here_file:  # this file again, through another path entry
-            continue
-        import importlib.util
-
-        module = importlib.util.module_from_spec(spec)
-        sys.modules["sitecustomize"] = module
-        spec.loader.exec_module(module)
-        return
+            return
+        if not _same_file(spec.origin, here_file):
+            module = bootstrap.module_from_spec(spec)
+            sys.modules["sitecustomize"] = module
+            spec.loader.exec_module(module)
+            return
+        # This file again, through another spelling of its directory: search the entries after that one.
+        found_in = os.path.dirname(spec.origin)
+        rest = [i for i, p in enumerate(path) if isinstance(p, str) and os.path.normpath(p or os.curdir) == found_in]
+        path = path[rest[0] + 1 :] if rest else []
 
 
 def _bootstrap() -> None:
-    here_file = os.path.realpath(__file__)
+    here_file = os.path.abspath(__file__)
     try:
         _leave_sys_path(os.path.dirname(here_file))
         _activate()

@@ -434,3 +434,25 @@ def test_wait_on_a_terminal_shows_a_live_status_line(shim: Venv) -> None:
     assert 0.5 <= float(last.split("ready after ")[1].split(" s")[0]) < 2.5
     assert screen.rstrip("\r\n").endswith(last.rstrip("\r\n")), "the ready update comes last, then a newline"
     assert "\x1b" not in screen, "plain text: no escape sequences"
+
+
+def test_bootstrap_reached_twice_through_other_spellings_still_chains_once(
+    shim: Venv, bare: Venv, tmp_path: Path
+) -> None:
+    """A nested run, or a PYTHONPATH that names the bootstrap directory again (with a trailing slash, or through a
+    symlink): the bootstrap must not chain to itself, and the user's sitecustomize still runs exactly once."""
+    directory = counting_site_dir(tmp_path, "hook")
+    (directory / "sitecustomize.py").write_text("import hook\nhook.install()\n")
+    bootstrap = shim.site_packages / "urandom_shim" / "_bootstrap"
+    link = tmp_path / "elsewhere"
+    link.symlink_to(bootstrap)
+    counter = tmp_path / "counter"
+    pythonpath = os.pathsep.join([f"{bootstrap}/", str(link), str(directory)])
+    env = {"PYTHONPATH": pythonpath, "COUNTER": str(counter)}
+    argv = [cli(shim), "simulate", "--unready-forever", "--policy", "pep522", "--", str(bare.python), "-c", REPORT]
+    result = run(argv, env=env)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    (report,) = reports(result.stdout)
+    assert report["site"] == str(directory / "sitecustomize.py")
+    assert report["by"] == "bootstrap" and report["outcome"] == "raised"
+    assert len(program_runs(counter)) == 1
