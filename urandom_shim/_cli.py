@@ -64,18 +64,11 @@ def kernel_facts() -> dict[str, Any]:
     }
 
 
-def native_semantics(version: tuple[int, ...] | None = None) -> str:
-    """What this interpreter does on its own before the CRNG is initialised (SPEC section 1)."""
-    version = (sys.version_info[0], sys.version_info[1], sys.version_info[2]) if version is None else version
-    if version[:2] >= (3, 6):
-        return (
-            "os.urandom() and SystemRandom block until the CRNG is initialised (PEP 524); secrets blocks the same "
-            "way and has no wait_for_system_rng() of its own; seeding random never blocks and falls back to time "
-            "and pid (bpo-32580)."
-        )
-    if version[:3] >= (3, 5, 2):  # pragma: no cover - not a supported interpreter, kept for the record
-        return "os.urandom() returns possibly predictable bytes from /dev/urandom without waiting."
-    return "os.urandom() blocks, and so can interpreter start-up (bpo-25420)."  # pragma: no cover
+#: What CPython 3.6 and later (every interpreter the shim supports) do on their own before the CRNG is initialised.
+NATIVE_SEMANTICS = (
+    "os.urandom() and SystemRandom block until the CRNG is initialised (PEP 524); secrets blocks the same way and has "
+    "no wait_for_system_rng() of its own; seeding random never blocks and falls back to time and pid (bpo-32580)."
+)
 
 
 SITE_LABELS = {
@@ -198,7 +191,7 @@ def status_report() -> dict[str, Any]:
         "python": {
             "executable": sys.executable,
             "version": ".".join(str(part) for part in sys.version_info[:3]),
-            "native": native_semantics(),
+            "native": NATIVE_SEMANTICS,
         },
         **activation,
         "policy": settings.policy_value.name,
