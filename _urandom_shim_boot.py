@@ -1,4 +1,4 @@
-"""urandom-shim's start-up module: ``urandom_shim.pth`` imports it in every interpreter of the environment."""
+"""urandom-shim's start-up module: ``urandom_shim.pth`` imports it in every interpreter. PYTEST_DONT_REWRITE"""
 
 # Why a separate top-level file: the ready path must be nearly free. Counted in instructions, importing the
 # `urandom_shim` package from a .pth adds 3.2% to `python -c pass`; importing this small file adds about 2%, and the

@@ -159,13 +159,13 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
-def make_venv(python: Path, path: Path, wheel: Path | None, editable: Path | None = None) -> Venv:
+def make_venv(python: Path, path: Path, wheel: Path | None, extra: tuple[str, ...] = ()) -> Venv:
     subprocess.run([str(python), "-m", "venv", str(path)], check=True, capture_output=True)
     venv = Venv(path)
     if wheel is not None:
         result = subprocess.run(
             # With its dependencies (tomli on Python < 3.11), from the package index, as a user installs it.
-            [str(venv.python), "-m", "pip", "install", "-q", str(wheel)],
+            [str(venv.python), "-m", "pip", "install", "-q", str(wheel), *extra],
             capture_output=True,
             text=True,
             env=clean_env(),
@@ -179,13 +179,15 @@ _venvs: dict[tuple[str, str], Venv] = {}
 
 @pytest.fixture(scope="session")
 def venvs(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Any:
-    """``venvs(python, kind)``: a session-cached venv; kind is "shim" (wheel installed) or "bare" (no shim)."""
+    """``venvs(python, kind)``: a session-cached venv; kind is "shim" (wheel installed), "pytest" (the wheel and
+    pytest, for the plugin's tests) or "bare" (no shim)."""
 
     def get(python: Path, kind: str = "shim") -> Venv:
         key = (str(python), kind)
         if key not in _venvs:
             path = tmp_path_factory.mktemp(f"venv-{kind}-{python.parent.parent.name}")
-            _venvs[key] = make_venv(python, path, wheel if kind == "shim" else None)
+            extra = ("-r", str(ROOT / "tests" / "plugin-requirements.txt")) if kind == "pytest" else ()
+            _venvs[key] = make_venv(python, path, None if kind == "bare" else wheel, extra)
         return _venvs[key]
 
     return get

@@ -3,6 +3,9 @@
 Start-up is not here: ``urandom_shim.pth`` runs the top-level module ``_urandom_shim_boot`` (the kill switch, the
 probe, the ready path), which imports this package only when the CRNG is unready or simulated, or when ``secrets`` is
 imported. So this module stays small, and the public API below is loaded on first use.
+
+PYTEST_DONT_REWRITE: pytest marks a plugin's whole distribution for assertion rewriting, and start-up may have
+imported this package and ``_urandom_shim_boot`` already; this marker keeps it from warning about them.
 """
 
 import os

@@ -1,0 +1,356 @@
+"""The pytest plugin, through pytester: each test writes a small test suite with ``pytester.makepyfile`` and runs it
+with pytest in a real venv that has the wheel and pytest installed, so the plugin is loaded by its ``pytest11`` entry
+point exactly as in a user's project.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import OUR_VARIABLES, ROOT, Venv
+
+pytest_plugins = ["pytester"]
+
+EXAMPLE = ROOT / "docs" / "examples" / "early_boot"
+
+
+@pytest.fixture
+def suite(venvs: Any, python: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``suite(*args)``: run pytest in the plugin venv on the files this test made; returns pytester's RunResult."""
+    for name in OUR_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    venv: Venv = venvs(python, "pytest")
+
+    def run(*args: str, timeout: float = 120) -> pytest.RunResult:
+        return pytester.run(str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=timeout)
+
+    return run
+
+
+# Appended to a suite: the last test checks that the plugin put everything back after the tests before it. Indented
+# like the suites' own text, because makepyfile dedents the whole.
+AFTER = """
+        def test_zz_everything_is_back():
+            import os, posix, random, secrets, sys
+            assert os.urandom is posix.urandom
+            assert random._urandom is posix.urandom
+            assert random.Random.seed.__module__ == "random" and not hasattr(random.Random.seed, "__wrapped__")
+            assert not hasattr(random.seed, "__wrapped__")
+            assert not hasattr(secrets.token_bytes, "__wrapped__")
+            assert [v for v in os.environ if v.startswith("URANDOM_")] == []
+            import urandom_shim
+            assert urandom_shim.system_rng_state() == "ready"
+            assert urandom_shim.current_settings().policy.value.name == "native"
+"""
+
+
+def test_marker_applies_a_policy_with_an_unready_kernel(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import os, secrets, pytest
+
+        @pytest.mark.urandom(policy="pep522")
+        def test_pep522_raises():
+            with pytest.raises(BlockingIOError, match="policy 'pep522'"):
+                os.urandom(8)
+
+        @pytest.mark.urandom("legacy")
+        def test_positional_policy_returns_best_effort_bytes():
+            assert len(os.urandom(8)) == 8
+
+        @pytest.mark.urandom(policy="pep524", timeout=0.3)
+        def test_pep524_waits_up_to_the_timeout():
+            with pytest.raises(BlockingIOError, match=r"waited 0.3 s"):
+                secrets.token_bytes(8)
+
+        @pytest.mark.urandom(policy="pep522", unready=False)
+        def test_unready_false_leaves_the_real_kernel():
+            assert len(os.urandom(8)) == 8
+
+        @pytest.mark.urandom(policy="pep522")
+        class TestOnAClass:
+            def test_inherits_the_marker(self):
+                with pytest.raises(BlockingIOError):
+                    os.urandom(1)
+        """
+        + AFTER
+    )
+    result = suite("--strict-markers", "-v")
+    result.assert_outcomes(passed=6)
+
+
+def test_urandom_policy_fixture_sets_the_policy_for_the_rest_of_the_test(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import os, pytest
+
+        def test_policy_then_unready(urandom_policy, system_rng):
+            urandom_policy("pep522")
+            assert os.environ["URANDOM_POLICY"] == "pep522"
+            assert len(os.urandom(4)) == 4          # the kernel is ready: no policy changes anything
+            system_rng.unready()
+            with pytest.raises(BlockingIOError):
+                os.urandom(4)
+            urandom_policy("legacy")                 # a second call replaces the first
+            assert len(os.urandom(4)) == 4
+
+        def test_options_are_passed_on(urandom_policy, system_rng):
+            system_rng.unready()
+            urandom_policy("pep524", timeout=0.2, on_timeout="fallback", warn_after=None)
+            assert os.environ["URANDOM_SHIM_TIMEOUT"] == "0.2"
+            assert len(os.urandom(4)) == 4          # fell back to best-effort bytes after 0.2 s
+
+        def test_a_bad_policy_is_a_clear_error(urandom_policy):
+            with pytest.raises(ValueError, match="'pep255' is not valid"):
+                urandom_policy("pep255")
+            with pytest.raises(TypeError, match="unknown option"):
+                urandom_policy("pep524", timout=1)
+        """
+        + AFTER
+    )
+    suite().assert_outcomes(passed=4)
+
+
+def test_system_rng_controls_the_simulated_kernel(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import os, time, secrets, urandom_shim
+
+        def test_unready_ready_and_ready_after(system_rng, urandom_policy):
+            assert system_rng.state == "ready" and system_rng.is_ready()
+            system_rng.unready()
+            assert system_rng.state == "unready" and urandom_shim.system_rng_state() == "unready"
+            system_rng.ready()
+            assert system_rng.state == "ready"
+            urandom_policy("pep524")
+            system_rng.ready_after(0.4)
+            assert system_rng.state == "unready"
+            start = time.monotonic()
+            assert secrets.wait_for_system_rng(5.0) is True
+            waited = time.monotonic() - start
+            assert 0.3 <= waited < 3, waited
+            assert len(os.urandom(4)) == 4
+
+        def test_unready_again_after_ready(system_rng, urandom_policy):
+            urandom_policy("pep522")
+            system_rng.unready()
+            system_rng.ready()
+            system_rng.unready()
+            import pytest
+            with pytest.raises(BlockingIOError):
+                os.urandom(1)
+        """
+        + AFTER
+    )
+    suite().assert_outcomes(passed=3)
+
+
+def test_child_processes_inherit_the_simulated_state_and_the_policy(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import subprocess, sys
+
+        CHILD = (
+            "import os, subprocess, sys, urandom_shim\\n"
+            "print(urandom_shim.system_rng_state(), urandom_shim.current_settings().policy.value.name)\\n"
+            "try:\\n"
+            "    os.urandom(4); print('returned')\\n"
+            "except BlockingIOError:\\n"
+            "    print('raised')\\n"
+            "sys.stdout.flush()\\n"
+            "if len(sys.argv) > 1:\\n"
+            "    subprocess.run([sys.executable, '-c', sys.argv[1]])\\n"
+        )
+
+        def child(*args):
+            return subprocess.run([sys.executable, "-c", CHILD, *args], capture_output=True, text=True, timeout=60)
+
+        def test_child_and_grandchild_see_the_unready_kernel_then_the_ready_one(system_rng, urandom_policy):
+            urandom_policy("pep522")
+            system_rng.unready()
+            out = child(CHILD)
+            assert out.stdout.split() == ["unready", "pep522", "raised", "unready", "pep522", "raised"], out.stderr
+            system_rng.ready()
+            assert child().stdout.split() == ["ready", "pep522", "returned"]
+        """
+        + AFTER
+    )
+    suite().assert_outcomes(passed=2)
+
+
+def test_command_line_option_runs_the_whole_suite_at_early_boot(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import os, secrets, pytest
+
+        def test_plain_code_raises():
+            with pytest.raises(BlockingIOError):
+                os.urandom(4)
+
+        def test_secrets_waits_and_the_timeout_bounds_it():
+            with pytest.raises(BlockingIOError, match="waited 0.2 s"):
+                secrets.token_hex(4)
+
+        @pytest.mark.urandom(policy="legacy")
+        def test_the_marker_wins():
+            assert len(os.urandom(4)) == 4
+        """
+    )
+    result = suite("--urandom-policy=pep522", "--urandom-timeout=0.2")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "urandom-shim: every test runs under policy 'pep522' with an unready kernel CRNG (simulated), waits bounded to 0.2 s"
+        ]
+    )
+
+
+def test_ini_keys_do_what_the_options_do(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makeini("[pytest]\nurandom_policy = pep522\n")
+    pytester.makepyfile(
+        """
+        import os, pytest
+
+        def test_raises():
+            with pytest.raises(BlockingIOError):
+                os.urandom(4)
+        """
+    )
+    suite().assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--urandom-policy=PEP522"],
+            "*urandom-shim: --urandom-policy='PEP522' is not valid; expected one of 'native', 'pep524', 'pep522', 'legacy' (did you mean 'pep522'?)*",
+        ),
+        (
+            ["--urandom-policy=pep524", "--urandom-timeout=-1"],
+            "*urandom-shim: --urandom-timeout='-1' is not valid; expected a finite number of seconds >= 0, or 'none'*",
+        ),
+    ],
+)
+def test_a_bad_option_is_a_usage_error(pytester: pytest.Pytester, suite: Any, args: list[str], message: str) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = suite(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_everything_is_restored_after_a_failing_test_and_a_failing_fixture(
+    pytester: pytest.Pytester, suite: Any
+) -> None:
+    pytester.makepyfile(
+        """
+        import os, random, secrets, pytest
+
+        @pytest.mark.urandom(policy="pep522")
+        def test_fails_while_unready():
+            assert random._urandom is not os.urandom or True
+            os.urandom(4)  # raises: the test fails with the policy and the simulation in place
+
+        @pytest.fixture
+        def broken(system_rng, urandom_policy):
+            urandom_policy("legacy")
+            system_rng.unready()
+            raise RuntimeError("fixture broke after making the kernel unready")
+
+        def test_with_a_broken_fixture(broken):
+            pass
+
+        def test_replaces_functions_by_hand(system_rng, urandom_policy):
+            urandom_policy("pep524")
+            system_rng.unready()
+            os.urandom = lambda n: b"x" * n           # without monkeypatch: still put back
+            secrets.token_bytes = lambda n=None: b""
+            assert False, "fails with the replacements in place"
+        """
+        + AFTER
+    )
+    result = suite()
+    result.assert_outcomes(passed=1, failed=2, errors=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: fixture broke after making the kernel unready*"])
+
+
+def test_unused_plugin_changes_nothing(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import os, posix, sys
+
+        def test_nothing_is_patched_or_loaded():
+            assert os.urandom is posix.urandom
+            assert "urandom_shim.pytest_plugin" in sys.modules   # registered ...
+            for name in ("_activation", "_config", "_readiness", "_patching", "_simulation"):
+                assert f"urandom_shim.{name}" not in sys.modules, name   # ... but nothing else was done
+            assert [v for v in os.environ if v.startswith("URANDOM_")] == []
+        """
+    )
+    suite("-W", "error").assert_outcomes(passed=1)
+
+
+def test_no_assert_rewrite_warning_even_when_start_up_imported_the_package(
+    pytester: pytest.Pytester, suite: Any
+) -> None:
+    pytester.makepyfile(
+        """
+        import sys
+
+        def test_the_start_up_modules_are_loaded():
+            assert "_urandom_shim_boot" in sys.modules
+        """
+    )
+    suite("-W", "error::pytest.PytestAssertRewriteWarning").assert_outcomes(passed=1)
+    # A simulated early boot makes start-up import the whole package before pytest marks it for rewriting.
+    pytester._monkeypatch.setenv("URANDOM_SHIM_SIMULATE", "unready-until-monotonic:0")
+    result = suite("-W", "error::pytest.PytestAssertRewriteWarning", "-W", "error")
+    result.assert_outcomes(passed=1)
+    assert "PytestAssertRewriteWarning" not in result.stdout.str() + result.stderr.str()
+
+
+def test_p_no_urandom_shim_disables_the_plugin(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(
+        """
+        import sys, pytest
+
+        def test_not_loaded():
+            assert "urandom_shim.pytest_plugin" not in sys.modules
+
+        def test_fixture_is_missing(system_rng):
+            pass
+        """
+    )
+    result = suite("-p", "no:urandom_shim")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'system_rng' not found*"])
+    marked = suite("-p", "no:urandom_shim", "--strict-markers", "-k", "nothing", "--urandom-policy=pep522")
+    assert marked.ret == pytest.ExitCode.USAGE_ERROR
+    marked.stderr.fnmatch_lines(["*unrecognized arguments: --urandom-policy=pep522*"])
+
+
+def test_the_documented_example_shows_the_hang_the_crash_and_the_fix(pytester: pytest.Pytester, suite: Any) -> None:
+    for name in ("app.py", "test_app.py"):
+        pytester.path.joinpath(name).write_text((EXAMPLE / name).read_text())
+    result = suite("-v")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*test_naive_start_up_hangs_at_early_boot_under_pep524 PASSED*",
+            "*test_naive_start_up_crashes_at_early_boot_under_pep522 PASSED*",
+            "*test_fixed_start_up_waits_for_the_kernel_then_starts PASSED*",
+        ]
+    )
+
+
+def test_the_docs_page_shows_the_example_files_verbatim() -> None:
+    page = (ROOT / "docs" / "pytest-plugin.md").read_text()
+    blocks = re.findall(r"```python\n# (\S+)\n(.*?)```", page, flags=re.S)
+    shown = {name: code for name, code in blocks}
+    assert set(shown) == {"app.py", "test_app.py"}
+    for name, code in shown.items():
+        assert code == (EXAMPLE / name).read_text(), f"docs/pytest-plugin.md shows an outdated {name}"

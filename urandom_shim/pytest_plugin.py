@@ -1,0 +1,321 @@
+"""urandom-shim's pytest plugin: test an application as if the kernel CRNG were not initialised yet.
+
+PYTEST_DONT_REWRITE
+
+pytest loads it through the ``pytest11`` entry point ``urandom_shim``. On its own it only registers two fixtures, a
+marker and two options; nothing is patched until a test asks for it:
+
+``urandom_policy(policy=None, **options)``
+    A fixture: a callable that applies a policy (and ``timeout``, ``on_timeout``, ``warn_after``,
+    ``seed_random_instances``) for the rest of the test. Child processes get it through ``URANDOM_POLICY`` and the
+    ``URANDOM_SHIM_*`` variables.
+``system_rng``
+    A fixture: the simulated kernel CRNG. ``unready()``, ``ready()``, ``ready_after(seconds)``, ``state``. Child
+    processes inherit it through ``URANDOM_SHIM_SIMULATE``.
+``@pytest.mark.urandom(policy="pep522", unready=True, **options)``
+    Shorthand for both.
+``--urandom-policy=POLICY`` (ini ``urandom_policy``), ``--urandom-timeout=SECONDS`` (ini ``urandom_timeout``)
+    Every test without the marker runs under POLICY with an unready CRNG: the whole suite "as if at early boot".
+
+After each test everything is put back, even when the test or a fixture fails: ``os.urandom``, ``random``,
+``secrets``, the environment variables, the simulated state, and whatever policy was in force before.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+import pytest
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterator
+
+#: The variables a test may change through the plugin; all are restored afterwards.
+VARIABLES = (
+    "URANDOM_POLICY",
+    "URANDOM_SHIM_TIMEOUT",
+    "URANDOM_SHIM_ON_TIMEOUT",
+    "URANDOM_SHIM_WARN_AFTER",
+    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",
+    "URANDOM_SHIM_SIMULATE",
+)
+#: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
+PATCHED_MODULES = ("os", "random", "secrets", "urllib.request")
+OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances")
+
+
+class SystemRNG:
+    """The simulated kernel CRNG of one test. It starts as the real kernel (ready); child processes inherit it."""
+
+    def __init__(self, state: _TestState) -> None:
+        self._state = state
+
+    def unready(self) -> None:
+        """From now on the CRNG is not initialised, in this process and in children started from now on."""
+        self._state.unready()
+
+    def ready(self) -> None:
+        """The CRNG is initialised now: waiting calls return, and every process sharing the state sees it."""
+        self._state.ready()
+
+    def ready_after(self, seconds: float) -> None:
+        """Unready now, and ready ``seconds`` from now (a timer thread ends the window)."""
+        self._state.ready_after(seconds)
+
+    @property
+    def state(self) -> str:
+        """``"ready"``, ``"unready"`` or ``"unknown"``, as :func:`urandom_shim.system_rng_state` says."""
+        from ._readiness import state
+
+        return state()
+
+    def is_ready(self) -> bool:
+        return self.state != "unready"
+
+    def __repr__(self) -> str:
+        return f"<SystemRNG {self.state}>"
+
+
+class _TestState:
+    """What one test changes through the plugin, and how to put it all back."""
+
+    def __init__(self) -> None:
+        from . import _activation, _readiness, _simulation
+
+        self._activation = _activation
+        self._readiness = _readiness
+        self._simulation = _simulation
+        self.saved_env = {name: os.environ.get(name) for name in VARIABLES}
+        self.saved_simulation = _simulation._current
+        self.saved_ready = _readiness._ready
+        self.saved_engine = _activation._engine
+        self.saved_engaged = bool(self.saved_engine is not None and self.saved_engine.engaged)
+        self.saved_activated_by = _startup().activated_by
+        self.saved_namespaces = _snapshot()
+        self.overrides: dict[str, Any] | None = None
+        self.flag: str | None = None
+        self.timers: list[Any] = []
+
+    # -- the policy ------------------------------------------------------------------------------------------------
+
+    def set_policy(self, policy: str | None, options: dict[str, Any]) -> None:
+        unknown = sorted(set(options) - set(OPTIONS))
+        if unknown:
+            raise TypeError(f"urandom_policy() got unknown option(s) {unknown}; valid: {', '.join(OPTIONS)}")
+        overrides = dict(options, policy=policy) if policy is not None else dict(options)
+        from ._config import KEYS
+
+        for key, value in overrides.items():  # children get the same settings
+            os.environ[KEYS[key][0]] = "none" if value is None else str(value)
+        self.overrides = overrides
+        self._apply()
+
+    def _apply(self) -> None:
+        """(Re)install the policy for the current state: patches go in only while the CRNG is unready."""
+        from . import activate
+
+        overrides = dict(self.overrides or {})
+        policy = overrides.pop("policy", None)
+        activate(policy, **overrides)
+
+    # -- the simulated kernel --------------------------------------------------------------------------------------
+
+    def unready(self) -> None:
+        self._cancel_timers()
+        if self.flag is None:
+            import tempfile
+
+            handle, self.flag = tempfile.mkstemp(prefix="urandom-shim-unready-")
+            os.close(handle)
+        elif not os.path.exists(self.flag):
+            open(self.flag, "w").close()
+        self._simulation.override(self._simulation.parse(f"unready-until-file:{self.flag}"))
+        self._readiness.reset()
+        self._apply()
+
+    def ready(self) -> None:
+        self._cancel_timers()
+        if self.flag is not None and os.path.exists(self.flag):
+            os.unlink(self.flag)
+        self._readiness.is_ready()  # see it now: waiters return and every original is restored at once
+
+    def ready_after(self, seconds: float) -> None:
+        import threading
+
+        self.unready()
+        timer = threading.Timer(seconds, self.ready)
+        timer.daemon = True
+        self.timers.append(timer)
+        timer.start()
+
+    def _cancel_timers(self) -> None:
+        for timer in self.timers:
+            timer.cancel()
+        self.timers.clear()
+
+    # -- putting it back -------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._cancel_timers()
+        if self.overrides is not None or self.flag is not None:
+            self._activation.deactivate()
+        for name, value in self.saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        self._simulation._current = self.saved_simulation
+        self._readiness._ready = self.saved_ready
+        self._activation._engine = self.saved_engine
+        _startup().activated_by = self.saved_activated_by
+        if self.saved_engaged and self.saved_engine is not None:
+            self.saved_engine.engage(reseed_loaded_random=False)
+        _restore(self.saved_namespaces)
+        if self.flag is not None and os.path.exists(self.flag):
+            os.unlink(self.flag)
+
+
+def _startup() -> Any:
+    import urandom_shim
+
+    return urandom_shim
+
+
+def _snapshot() -> list[tuple[object, dict[str, object]]]:
+    saved: list[tuple[object, dict[str, object]]] = []
+    for name in PATCHED_MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            saved.append((module, dict(vars(module))))
+    random_module = sys.modules.get("random")
+    if random_module is not None:
+        saved.append((random_module.Random, {"seed": vars(random_module.Random)["seed"]}))
+    return saved
+
+
+def _restore(saved: list[tuple[object, dict[str, object]]]) -> None:
+    """Put back every function attribute a test or a policy replaced in the patched modules."""
+    for owner, namespace in saved:
+        for name, value in namespace.items():
+            if callable(value) and getattr(owner, name, None) is not value:
+                setattr(owner, name, value)
+
+
+# -- fixtures ----------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def _urandom_shim_state() -> Iterator[_TestState]:
+    state = _TestState()
+    try:
+        yield state
+    finally:
+        state.close()
+
+
+@pytest.fixture
+def system_rng(_urandom_shim_state: _TestState) -> SystemRNG:
+    """The simulated kernel CRNG for this test: ``unready()``, ``ready()``, ``ready_after(seconds)``, ``state``."""
+    return SystemRNG(_urandom_shim_state)
+
+
+@pytest.fixture
+def urandom_policy(_urandom_shim_state: _TestState) -> Callable[..., None]:
+    """A callable, ``urandom_policy("pep522", timeout=1.0)``: that policy for the rest of the test."""
+
+    def apply(policy: str | None = None, **options: Any) -> None:
+        _urandom_shim_state.set_policy(policy, options)
+
+    return apply
+
+
+@pytest.fixture(autouse=True)
+def _urandom_shim_marker(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Applies ``@pytest.mark.urandom`` and ``--urandom-policy``; does nothing at all for other tests."""
+    marker = request.node.get_closest_marker("urandom")
+    suite_policy = _suite_policy(request.config)
+    if marker is None and suite_policy is None:
+        yield
+        return
+    if marker is not None:
+        options = dict(marker.kwargs)
+        if marker.args:
+            options.setdefault("policy", marker.args[0])
+        unready = options.pop("unready", True)
+        policy = options.pop("policy", None)
+    else:
+        policy, options, unready = suite_policy, _suite_options(request.config), True
+    state: _TestState = request.getfixturevalue("_urandom_shim_state")
+    if unready:
+        state.unready()
+    state.set_policy(policy, options)
+    yield
+
+
+# -- options -----------------------------------------------------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("urandom-shim", "urandom-shim: early-boot randomness")
+    group.addoption(
+        "--urandom-policy",
+        metavar="POLICY",
+        default=None,
+        help="run every test under POLICY (native, pep524, pep522, legacy) with an unready simulated kernel CRNG",
+    )
+    group.addoption(
+        "--urandom-timeout",
+        metavar="SECONDS",
+        default=None,
+        help="with --urandom-policy: the longest any wait may last (a hang under pep524 becomes BlockingIOError)",
+    )
+    parser.addini("urandom_policy", "like --urandom-policy", default=None)
+    parser.addini("urandom_timeout", "like --urandom-timeout", default=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "urandom(policy=None, unready=True, **options): run the test under an urandom-shim policy, with the "
+        "simulated kernel CRNG unready (options: timeout, on_timeout, warn_after, seed_random_instances)",
+    )
+    policy = _suite_policy(config)
+    if policy is not None:
+        from ._config import InvalidValue, parse_policy, parse_timeout
+
+        timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
+        for option, value, parse in (
+            ("--urandom-policy", policy, parse_policy),
+            ("--urandom-timeout", timeout, parse_timeout),
+        ):
+            try:
+                if value:
+                    parse(str(value))
+            except InvalidValue as exc:
+                raise pytest.UsageError(f"urandom-shim: {option}={exc}") from None
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    policy = _suite_policy(config)
+    if policy is None:
+        return None
+    timeout = _suite_options(config).get("timeout")
+    bound = f", waits bounded to {timeout} s" if timeout is not None else ""
+    return f"urandom-shim: every test runs under policy {policy!r} with an unready kernel CRNG (simulated){bound}"
+
+
+def _suite_policy(config: pytest.Config) -> str | None:
+    value = config.getoption("urandom_policy", None) or config.getini("urandom_policy")
+    return str(value) if value else None
+
+
+def _suite_options(config: pytest.Config) -> dict[str, Any]:
+    """The options that go with --urandom-policy: ``timeout`` as a number (pytest_configure has validated it)."""
+    timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
+    if not timeout:
+        return {}
+    from ._config import parse_timeout
+
+    return {"timeout": parse_timeout(str(timeout))}
