@@ -40,8 +40,9 @@ AFTER = """
             assert random.Random.seed.__module__ == "random" and not hasattr(random.Random.seed, "__wrapped__")
             assert not hasattr(random.seed, "__wrapped__")
             assert not hasattr(secrets.token_bytes, "__wrapped__")
-            assert [v for v in os.environ if v.startswith("URANDOM_")] == []
             import urandom_shim
+            from urandom_shim.pytest_plugin import VARIABLES
+            assert [v for v in os.environ if v in VARIABLES] == []
             assert urandom_shim.system_rng_state() == "ready"
             assert urandom_shim.current_settings().policy.value.name == "native"
 """
@@ -288,7 +289,7 @@ def test_unused_plugin_changes_nothing(pytester: pytest.Pytester, suite: Any) ->
             assert "urandom_shim.pytest_plugin" in sys.modules   # registered ...
             for name in ("_activation", "_config", "_readiness", "_patching", "_simulation"):
                 assert f"urandom_shim.{name}" not in sys.modules, name   # ... but nothing else was done
-            assert [v for v in os.environ if v.startswith("URANDOM_")] == []
+            assert [v for v in os.environ if v in sys.modules["urandom_shim.pytest_plugin"].VARIABLES] == []
         """
     )
     suite("-W", "error").assert_outcomes(passed=1)
