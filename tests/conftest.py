@@ -174,6 +174,21 @@ def make_venv(python: Path, path: Path, wheel: Path | None, extra: tuple[str, ..
     return venv
 
 
+def make_editable_venv(python: Path, path: Path) -> Venv:
+    """A venv with this checkout installed in editable mode (hatchling comes from the package index)."""
+    venv = make_venv(python, path, wheel=None)
+    result = subprocess.run(
+        [str(venv.python), "-m", "pip", "install", "-q", "--no-deps", "-e", str(ROOT)],
+        capture_output=True,
+        text=True,
+        env=clean_env(),
+    )
+    if result.returncode != 0 and "Could not find a version" in result.stderr + result.stdout:
+        pytest.skip("the package index is not reachable for hatchling")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return venv
+
+
 _venvs: dict[tuple[str, str], Venv] = {}
 
 

@@ -470,8 +470,7 @@ def home_directory() -> str:
 def command_environment(settings: dict[str, str], simulate: str | None = None) -> dict[str, str]:
     """The environment ``run`` gives its command: the settings as variables, and the bootstrap on PYTHONPATH."""
     env = dict(os.environ)
-    for key, text in settings.items():
-        env[_config.KEYS[key][0]] = text
+    env.update(_config.variables(settings))
     if simulate is not None:
         env[_simulation.ENV] = simulate
     bootstrap = bootstrap_directory()

@@ -141,6 +141,11 @@ KEYS: dict[str, tuple[str, Callable[..., object]]] = {
 }
 
 
+def variables(values: Mapping[str, object]) -> dict[str, str]:
+    """The environment variables that carry ``values`` (key -> value or its text) to a child process."""
+    return {KEYS[key][0]: "none" if value is None else str(value) for key, value in values.items()}
+
+
 def environment_ignored(flags: object = None) -> bool:
     """True under ``-E`` or ``-I``: the interpreter ignores its environment, and so do we."""
     flags = sys.flags if flags is None else flags

@@ -105,10 +105,9 @@ class _TestState:
         if unknown:
             raise TypeError(f"urandom_policy() got unknown option(s) {unknown}; valid: {', '.join(OPTIONS)}")
         overrides = dict(options, policy=policy) if policy is not None else dict(options)
-        from ._config import KEYS
+        from ._config import variables
 
-        for key, value in overrides.items():  # children get the same settings
-            os.environ[KEYS[key][0]] = "none" if value is None else str(value)
+        os.environ.update(variables(overrides))  # children get the same settings
         self.overrides = overrides
         self._apply()
 
