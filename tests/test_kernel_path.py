@@ -7,7 +7,9 @@ with a stand-in that behaves like an unready kernel while a file exists:
 
 - ``GRND_NONBLOCK`` raises ``BlockingIOError`` (EAGAIN);
 - ``GRND_INSECURE`` returns bytes at once;
-- flags 0 blocks until the file is deleted;
+- flags 0 blocks until the file is deleted *holding the GIL*, as the real ``os.getrandom`` does (it never releases
+  the GIL), so a wait built on it freezes every other thread: found on a real kernel, see ``tests/kernel``;
+- ``os.urandom`` (``posix.urandom``) blocks until the file is deleted and releases the GIL, as the real one does;
 - or, with ``errno:N``, every call fails with that errno (ENOSYS: an old kernel; EPERM: a seccomp filter).
 """
 
@@ -23,10 +25,12 @@ import pytest
 from conftest import Venv, assert_sigint_interrupts_promptly, spawn
 
 FAKE = """\
-import os, time
+import ctypes, os, posix, time
 spec = os.environ['URANDOM_SHIM_TEST_FAKE_KERNEL']
 real = os.getrandom
-def getrandom(size, flags=0, spec=spec, real=real, os=os, time=time):
+real_urandom = posix.urandom
+usleep = ctypes.PyDLL(None).usleep  # a PyDLL call keeps the GIL, like the real os.getrandom
+def getrandom(size, flags=0, spec=spec, real=real, os=os, usleep=usleep):
     if spec.startswith('errno:'):
         raise OSError(int(spec[6:]), os.strerror(int(spec[6:])))
     if os.path.exists(spec):
@@ -34,9 +38,16 @@ def getrandom(size, flags=0, spec=spec, real=real, os=os, time=time):
             raise BlockingIOError(11, 'Resource temporarily unavailable')
         if not flags & 4:
             while os.path.exists(spec):
-                time.sleep(0.005)
+                usleep(3000000)  # 3 s at a time: longer than any timeout below
     return real(size, flags)
+def urandom(size, spec=spec, real=real_urandom, os=os, time=time):
+    if spec.startswith('errno:'):
+        return real(size)  # the interpreter falls back to /dev/urandom
+    while os.path.exists(spec):
+        time.sleep(0.005)
+    return real(size)
 os.getrandom = getrandom
+os.urandom = posix.urandom = urandom
 """
 
 

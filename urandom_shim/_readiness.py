@@ -120,8 +120,13 @@ _kernel_done: _thread.LockType | None = None  # held until the helper thread's b
 
 
 def _block_in_kernel(done: _thread.LockType) -> None:
+    # posix.urandom, not os.getrandom(1, 0): both block in getrandom(flags=0) until the CRNG is initialised (and run
+    # jitter entropy on 5.4+), but os.getrandom holds the GIL while it blocks, which would freeze every other thread,
+    # the waiter's timeout, warn_after and Ctrl-C included. Found on a real booting kernel (tests/kernel).
+    import posix
+
     try:
-        os.getrandom(1, 0)  # blocks in the kernel until the CRNG is initialised; runs jitter entropy on 5.4+
+        posix.urandom(1)
     except OSError:
         pass
     finally:
