@@ -257,3 +257,42 @@ def assert_sigint_interrupts_promptly(venv: Venv, env: dict[str, str]) -> None:
     # Since 3.8 an unhandled KeyboardInterrupt ends the process by SIGINT, as a shell expects.
     assert proc.returncode == -signal.SIGINT and err.rstrip().endswith("KeyboardInterrupt"), err
     assert took < 1.0, f"Ctrl-C took {took:.2f} s to interrupt the wait"
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The real-kernel tests' measurements (tests/kernel), one row per boot, from each test's ``kernel_result``
+    property: xdist passes properties on to the controller, so the table appears under ``-n`` too."""
+    rows = []
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            if getattr(report, "when", None) != "call":
+                continue
+            for name, value in getattr(report, "user_properties", ()):
+                if name == "kernel_result":
+                    rows.append(value)
+    if not rows:
+        return
+    terminalreporter.section("urandom-shim on a real booting kernel")
+    header = ("python", "scenario", "EAGAIN first", "os.urandom(16)", "took", "CRNG after", "driver at", "CRNG init at")
+    header += ("wall", "random+tempfile", "then")
+    lines = [header] + [
+        (
+            r["python"],
+            r["scenario"],
+            "yes" if r["eagain"] else "NO",
+            r["outcome"],
+            f"{r['duration'] * 1000:.1f} ms",
+            "unready" if r["after"] == "eagain" else r["after"],
+            f"{r['boot']:.2f} s",
+            "-" if r["crng_ready_at"] is None else f"{r['crng_ready_at']:.2f} s",
+            f"{r['wall']:.2f} s",
+            f"{r['imports'] * 1000:.0f} ms" if "imports" in r else "-",
+            r.get("then", ""),
+        )
+        for r in sorted(rows, key=lambda r: ([int(n) for n in r["python"].split(".")[:2]], r["scenario"]))
+    ]
+    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
+    for line in lines:
+        terminalreporter.write_line("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip())
+    first = rows[0]
+    terminalreporter.write_line(f"kernel {first['kernel']}, qemu {first['accel']}; times after /init are the guest's")

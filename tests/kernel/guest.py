@@ -1,0 +1,250 @@
+"""The guest's ``/init``: runs as PID 1 in a freshly booted VM whose CRNG is not yet initialised, with the interpreter
+under test and urandom-shim installed from the wheel. PYTEST_DONT_REWRITE
+
+The kernel passes the scenario and the shim's settings as ``KEY=VALUE`` words on its command line, which reach this
+process as environment variables. Each step prints one line, ``@@urandom-shim-kernel {json}``, on the serial console;
+the host harness parses those lines and makes every assertion. The driver never decides pass or fail itself: it
+reports what it observed, then powers the machine off.
+
+Standard library only, and nothing here may read random bytes before the first probe: the window must still be open.
+Runs on every supported interpreter, 3.8 included.
+"""
+
+import errno
+import json
+import os
+import sys
+import time
+
+BUSYBOX = "/busybox"
+MARK = "@@urandom-shim-kernel "
+START = time.monotonic()  # CLOCK_MONOTONIC counts from the guest kernel's boot: this is the boot time
+
+
+def report(step, **fields):
+    fields["step"] = step
+    fields["t"] = round(time.monotonic(), 4)
+    sys.stdout.write(MARK + json.dumps(fields, sort_keys=True) + "\n")
+    sys.stdout.flush()
+
+
+def busybox(*args):
+    return os.spawnv(os.P_WAIT, BUSYBOX, [BUSYBOX, *args])
+
+
+def probe():
+    """One non-blocking getrandom(): "eagain" while the CRNG is unready, "ready" after."""
+    try:
+        os.getrandom(1, os.GRND_NONBLOCK)
+    except BlockingIOError:
+        return "eagain"
+    except OSError as exc:
+        return "error: " + errno.errorcode.get(exc.errno, str(exc.errno))
+    return "ready"
+
+
+class Captured:
+    """sys.stderr that also keeps what was written, so the shim's diagnostics are reported with their step."""
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.text = []
+
+    def write(self, text):
+        self.text.append(text)
+        return self.stream.write(text)
+
+    def flush(self):
+        self.stream.flush()
+
+    def lines(self):
+        return [line for line in "".join(self.text).splitlines() if line.startswith("urandom-shim:")]
+
+
+def timed(step, call):
+    """Run ``call`` and report what happened: its duration, its result or exception, the shim's stderr lines, and
+    the probe right after it (did the kernel become ready meanwhile?)."""
+    captured = Captured(sys.stderr)
+    sys.stderr = captured
+    began = time.monotonic()
+    fields = {}
+    try:
+        value = call()
+        fields["outcome"] = "returned"
+        fields["value"] = value if isinstance(value, (bool, int, float, str, type(None))) else repr(value)[:60]
+    except BaseException as exc:  # reported, and the host decides
+        fields["outcome"] = "raised"
+        fields["error"] = type(exc).__name__
+        fields["message"] = str(exc)
+        fields["errno"] = getattr(exc, "errno", None)
+    finally:
+        fields["duration"] = round(time.monotonic() - began, 4)
+        sys.stderr = captured.stream
+    fields["probe_after"] = probe()
+    fields["diagnostics"] = captured.lines()
+    report(step, **fields)
+
+
+def setup():
+    os.makedirs("/proc", exist_ok=True)
+    busybox("mount", "-t", "proc", "proc", "/proc")
+    busybox("mount", "-t", "sysfs", "sysfs", "/sys")
+    import urandom_shim
+
+    settings = urandom_shim.current_settings()
+    report(
+        "boot",
+        kernel=os.uname().release,
+        python=sys.version.split()[0],
+        executable=sys.executable,
+        started_by=getattr(sys, "_urandom_shim_boot", None),
+        patched=os.urandom is not __import__("posix").urandom,
+        policy=str(settings.policy.value),
+        policy_source=settings.policy.source,
+        hashseed=os.environ.get("PYTHONHASHSEED"),
+        entropy_avail=read("/proc/sys/kernel/random/entropy_avail"),
+        cmdline=read("/proc/cmdline"),
+    )
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read().strip()
+    except OSError as exc:
+        return "unreadable: " + str(exc)
+
+
+def crng_ready_at():
+    """When the kernel logged "crng init done" (seconds since boot), from /dev/kmsg; None if it has not."""
+    try:
+        fd = os.open("/dev/kmsg", os.O_RDONLY | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        while True:
+            try:
+                record = os.read(fd, 8192).decode("utf-8", "replace")
+            except BlockingIOError:  # the end of the log
+                return None
+            except OSError:  # EPIPE: a record was overwritten; read on
+                continue
+            header, _, text = record.partition(";")
+            if "crng init done" in text:
+                return int(header.split(",")[2]) / 1e6
+    finally:
+        os.close(fd)
+
+
+def pycs_written_since_boot():
+    """Cached bytecode the interpreter had to write during this boot: none, if the image kept the real mtimes."""
+    booted = time.time() - time.monotonic()
+    written = []
+    for folder, _dirs, files in os.walk(os.path.dirname(os.__file__)):
+        for name in files:
+            if name.endswith(".pyc"):
+                path = os.path.join(folder, name)
+                if os.stat(path).st_mtime >= booted:
+                    written.append(path)
+    return written[:5]
+
+
+def never_blocks():
+    """What every policy must do without waiting: import random, random.random(), tempfile.mkstemp()."""
+    timed("import random", lambda: __import__("random").__name__)
+    timed("random.random()", lambda: __import__("random").random())
+    import tempfile
+
+    def mkstemp():
+        fd, name = tempfile.mkstemp()
+        os.close(fd)
+        return name
+
+    timed("tempfile.mkstemp()", mkstemp)
+
+
+def urandom16():
+    return len(os.urandom(16))
+
+
+def load_virtio_rng():
+    """insmod the virtio-rng driver and its dependencies, listed in load order in /modules/order."""
+    loaded = []
+    for name in read("/modules/order").split():
+        status = busybox("insmod", "/modules/" + name)
+        loaded.append((name, status))
+    return loaded
+
+
+def scenario(name):
+    if name == "no-hashseed":  # start-up itself made the kernel initialise; there is nothing left to test
+        return
+    never_blocks()
+    if name == "native":
+        timed("os.urandom(16)", urandom16)
+    elif name == "pep522":
+        timed("os.urandom(16)", urandom16)
+        import secrets
+
+        timed("secrets.wait_for_system_rng()", secrets.wait_for_system_rng)
+        timed("os.urandom(16) again", urandom16)
+    elif name == "pep524":
+        timed("os.urandom(16)", urandom16)
+    elif name == "legacy":
+        timed("os.urandom(16)", urandom16)
+        import random
+        import secrets
+
+        timed("random.SystemRandom().random()", random.SystemRandom().random)
+        timed("secrets.token_hex(16)", lambda: len(secrets.token_hex(16)))
+        from urandom_shim import _readiness
+
+        report("best-effort source", grnd_insecure=_readiness._insecure_works)
+    elif name in ("timeout-raise", "timeout-fallback"):
+        timed("os.urandom(16)", urandom16)
+    elif name == "virtio-rng":
+        report("insmod", modules=load_virtio_rng(), probe_after=probe(), rng_current=read(HWRNG))
+        timed("os.urandom(16)", urandom16)
+    elif name == "config-file":
+        timed("os.urandom(16)", urandom16)
+        import secrets
+
+        timed("secrets.wait_for_system_rng()", secrets.wait_for_system_rng)
+    else:
+        report("error", message="unknown scenario " + repr(name))
+
+
+HWRNG = "/sys/class/misc/hw_random/rng_current"
+
+
+def main():
+    try:
+        report("start", probe=probe(), monotonic_at_start=round(START, 4))
+        setup()
+        scenario(os.environ.get("URANDOM_SHIM_KERNEL_SCENARIO", ""))
+    except BaseException as exc:  # PID 1 must report, then power off
+        import traceback
+
+        report("error", message="".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
+    finally:
+        report(
+            "end",
+            entropy_avail=read("/proc/sys/kernel/random/entropy_avail"),
+            crng_ready_at=crng_ready_at(),
+            pycs_written=pycs_written_since_boot(),
+        )
+        power_off()
+
+
+def power_off():
+    try:
+        with open("/proc/sysrq-trigger", "w") as f:
+            f.write("o")
+        time.sleep(30)  # the power-off is asynchronous; if it never comes, PID 1 exits and the kernel panics
+    except OSError:
+        pass
+    busybox("poweroff", "-f")
+
+
+if __name__ == "__main__":
+    main()

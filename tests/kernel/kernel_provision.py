@@ -1,0 +1,205 @@
+"""What the real-kernel tests need from Debian: qemu, a kernel with its modules, and a static busybox.
+
+qemu-system-x86 is installed with apt (``--no-install-recommends``). The kernel and busybox are never installed: their
+packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` into a cache directory outside the
+repository, so ``/boot`` and the host's own busybox are never touched. The cache survives between runs:
+``URANDOM_SHIM_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/urandom-shim/kernel``, else ``~/.cache/urandom-shim/kernel``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+KERNEL_PACKAGE = "linux-image-cloud-amd64"  # a metapackage: it depends on the current linux-image-*-cloud-amd64
+QEMU = "qemu-system-x86_64"
+
+#: The virtio-rng scenario loads the PCI transport and the driver, with what they depend on.
+RNG_MODULES = ("virtio_pci", "virtio-rng")
+
+
+class Unavailable(Exception):
+    """Something the tests need can't be had on this machine; the message says what and how to fix it."""
+
+
+def cache_dir() -> Path:
+    explicit = os.environ.get("URANDOM_SHIM_KERNEL_CACHE")
+    if explicit:
+        path = Path(explicit)
+    else:
+        base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        path = base / "urandom-shim" / "kernel"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _run(*args: str, cwd: Path | None = None) -> str:
+    try:
+        out = subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=900)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise Unavailable(f"{' '.join(args)}: {exc}") from exc
+    if out.returncode != 0:
+        raise Unavailable(f"{' '.join(args)} exited with {out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
+    return out.stdout
+
+
+def _apt_get(*args: str, cwd: Path | None = None) -> str:
+    """apt-get, refreshing the package lists once if they are missing or stale (a fresh CI machine)."""
+    try:
+        return _run("apt-get", *args, cwd=cwd)
+    except Unavailable:
+        _run("apt-get", "update", "-q")
+        return _run("apt-get", *args, cwd=cwd)
+
+
+class _Lock:
+    """An exclusive lock on the cache, so that two pytest workers don't fetch the same package at once."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+
+    def __exit__(self, *exc: object) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_UN)
+        os.close(self.fd)
+
+
+def qemu() -> Path:
+    """qemu-system-x86_64, installed from Debian's packages if missing."""
+    found = shutil.which(QEMU)
+    if found is None:
+        if shutil.which("apt-get") is None:
+            raise Unavailable(f"{QEMU} is not installed and there is no apt-get to install qemu-system-x86")
+        with _Lock(cache_dir() / ".lock"):
+            if shutil.which(QEMU) is None:
+                os.environ.setdefault("DEBIAN_FRONTEND", "noninteractive")
+                _apt_get("install", "-y", "-q", "--no-install-recommends", "qemu-system-x86")
+        found = shutil.which(QEMU)
+    if found is None:
+        raise Unavailable(f"{QEMU} is still missing after installing qemu-system-x86")
+    return Path(found)
+
+
+def _unpacked(package: str) -> Path:
+    """``package`` fetched and unpacked into the cache (once); returns the directory it was unpacked into."""
+    cache = cache_dir()
+    with _Lock(cache / ".lock"):
+        done = cache / f"{package}.unpacked"
+        if not (done / ".complete").exists():
+            shutil.rmtree(done, ignore_errors=True)
+            downloads = cache / "debs"
+            downloads.mkdir(exist_ok=True)
+            for old in downloads.glob(f"{package}_*.deb"):
+                old.unlink()
+            _apt_get("download", "-q", package, cwd=downloads)
+            (deb,) = downloads.glob(f"{package}_*.deb")
+            _run("dpkg", "-x", str(deb), str(done))
+            (done / ".complete").write_text(deb.name + "\n")
+        return done
+
+
+def kernel_package() -> str:
+    """The concrete image package the metapackage depends on, e.g. linux-image-6.1.0-50-cloud-amd64."""
+    cached = cache_dir() / "kernel-package"
+    if cached.exists():
+        return cached.read_text().strip()
+    out = _apt_get("install", "--simulate", "-q", "--no-install-recommends", KERNEL_PACKAGE)
+    names = re.findall(r"^Inst (linux-image-\S+-cloud-amd64) ", out, re.MULTILINE)
+    if not names:  # already installed on this host: ask for the dependency directly
+        names = re.findall(r"Depends: (linux-image-\S+)", _run("apt-cache", "depends", KERNEL_PACKAGE))
+    if not names:
+        raise Unavailable(f"cannot tell which kernel {KERNEL_PACKAGE} depends on")
+    cached.write_text(names[0] + "\n")
+    return names[0]
+
+
+class Kernel:
+    """An unpacked Debian kernel: its image, its release, and its modules."""
+
+    def __init__(self, root: Path) -> None:
+        (self.image,) = sorted((root / "boot").glob("vmlinuz-*"))
+        self.release = self.image.name[len("vmlinuz-") :]
+        self.modules = root / "lib" / "modules" / self.release
+
+    def module_path(self, name: str) -> Path:
+        wanted = {name.replace("-", "_") + ext for ext in (".ko", ".ko.xz", ".ko.zst")}
+        for path in self.modules.rglob("*.ko*"):
+            if path.name.replace("-", "_") in wanted:
+                return path
+        raise Unavailable(f"kernel {self.release} has no module {name}")
+
+    def load_order(self, *names: str) -> list[Path]:
+        """``names`` and what they depend on, dependencies first (read from each module's .modinfo ``depends=``)."""
+        order: list[Path] = []
+
+        def visit(module: str) -> None:
+            path = self.module_path(module)
+            if path in order:
+                return
+            if path.suffix != ".ko":
+                raise Unavailable(f"{path.name} is compressed; busybox insmod needs a plain .ko")
+            found = re.search(rb"(?:^|\0)depends=([^\0]*)\0", path.read_bytes())
+            for dep in found.group(1).decode().split(",") if found else []:
+                if dep:
+                    visit(dep)
+            order.append(path)
+
+        for name in names:
+            visit(name)
+        return order
+
+
+def kernel() -> Kernel:
+    return Kernel(_unpacked(kernel_package()))
+
+
+def busybox() -> Path:
+    path = _unpacked("busybox-static") / "bin" / "busybox"
+    if not path.exists():
+        raise Unavailable(f"busybox-static unpacked without {path}")
+    return path
+
+
+def kvm_usable() -> bool:
+    """True only with real hardware virtualisation: /dev/kvm opens, the CPU has vmx/svm, and KVM creates a VM.
+
+    On these machines /dev/kvm exists but is not hardware virtualisation, so TCG is the default everywhere.
+    """
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    if not re.search(r"^flags\s*:.*\b(vmx|svm)\b", flags, re.MULTILINE):
+        return False
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if fcntl.ioctl(fd, 0xAE00) != 12:  # KVM_GET_API_VERSION
+            return False
+        vm = fcntl.ioctl(fd, 0xAE01, 0)  # KVM_CREATE_VM
+        os.close(vm)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def accelerator() -> list[str]:
+    """qemu's accelerator arguments: ``URANDOM_SHIM_KERNEL_ACCEL=tcg|kvm`` forces one, else KVM only if it is real.
+
+    Under KVM the guest must not see RDRAND/RDSEED, or the kernel could seed itself from the CPU.
+    """
+    wanted = os.environ.get("URANDOM_SHIM_KERNEL_ACCEL", "")
+    if wanted == "kvm" or (not wanted and kvm_usable()):
+        return ["-accel", "kvm", "-cpu", "host,-rdrand,-rdseed"]
+    return ["-accel", "tcg", "-cpu", "qemu64"]
