@@ -68,6 +68,16 @@ def bootstrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return directory
 
 
+@pytest.fixture
+def not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """This process as one where the shim never started and no .pth exists, whether or not the test runner's own
+    venv has the wheel installed (in the matrix it does, and the shim started from its .pth)."""
+    monkeypatch.delattr("sys._urandom_shim_boot", raising=False)
+    monkeypatch.setattr(urandom_shim, "activated_by", None)
+    monkeypatch.setattr(urandom_shim, "inactive_reason", None)
+    monkeypatch.setattr(_cli, "_pth_locations", lambda: ["/nonexistent/site-packages/urandom_shim.pth"])
+
+
 def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     code = _cli.main(list(argv))
     out, err = capsys.readouterr()
@@ -144,7 +154,9 @@ def test_ctrl_c_in_any_command_exits_130(capsys: pytest.CaptureFixture[str], mon
 # -- status ---------------------------------------------------------------------------------------------------------
 
 
-def test_status_shows_each_section_and_the_default_policy(capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_shows_each_section_and_the_default_policy(
+    capsys: pytest.CaptureFixture[str], not_installed: None
+) -> None:
     code, out, err = run_main(capsys, "status")
     assert code == 0 and err == ""
     for heading in ("Shim", "Kernel CRNG", "While the CRNG is not ready, under native", "This Python on its own"):
@@ -152,7 +164,7 @@ def test_status_shows_each_section_and_the_default_policy(capsys: pytest.Capture
     assert "  policy                 native       from default\n" in out
     assert "  state          ready (initialised)\n" in out
     assert f"\nThis Python on its own ({'.'.join(map(str, __import__('sys').version_info[:3]))})\n" in out
-    # The test runner's own venv does not have the shim installed: status says so, and why.
+    # Not installed here: status says so, and why.
     assert "Problems (1)\n  urandom-shim: not active in this interpreter: urandom_shim.pth is not in" in out
 
 
@@ -190,11 +202,11 @@ def test_status_says_what_each_call_site_does_under_each_policy(
     assert [row["site"] for row in report["sites"]] == ["os.urandom", "secrets", "random._inst", "random.Random()"]
 
 
-def test_status_json_has_the_documented_keys(capsys: pytest.CaptureFixture[str]) -> None:
+def test_status_json_has_the_documented_keys(capsys: pytest.CaptureFixture[str], not_installed: None) -> None:
     code, out, _err = run_main(capsys, "status", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["active"] is False  # the test runner's own venv does not have the shim installed
+    assert report["active"] is False
     assert report["policy"] == "native" and report["policy_source"] == "default"
     assert report["crng"] == "ready"
     assert report["kernel"]["crng"] == "ready"
@@ -241,7 +253,7 @@ def test_status_reports_a_malformed_simulation(capsys: pytest.CaptureFixture[str
 
 
 def test_status_says_why_the_shim_is_off_when_the_kill_switch_is_on(
-    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, not_installed: None
 ) -> None:
     monkeypatch.setenv("URANDOM_SHIM_DISABLE", "1")
     report = json.loads(run_main(capsys, "status", "--json")[1])

@@ -11,6 +11,7 @@ import os
 import posix
 import random
 import secrets
+import sys
 import urllib.request
 import uuid
 from pathlib import Path
@@ -93,7 +94,9 @@ def test_no_call_returns_bytes_while_unready_under_pep524_and_pep522(
                 assert str(exc).startswith("system random number generator is not ready")
                 continue
             except (ValueError, TypeError, OverflowError):
-                assert size < 0 or k < 0, f"{name} failed on valid input"
+                # Before 3.9 getrandbits(0) raises ValueError; the shim must raise what the interpreter raises.
+                zero_bits = k == 0 and sys.version_info < (3, 9) and name.endswith(("getrandbits", "randbits"))
+                assert size < 0 or k < 0 or zero_bits, f"{name} failed on valid input"
                 continue
             if result in (b"", "", 0):  # zero bytes asked for: the interpreter answers without the kernel
                 continue
