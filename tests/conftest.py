@@ -97,7 +97,11 @@ def python(request: pytest.FixtureRequest) -> Path:
 
 @pytest.fixture(scope="session")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The real wheel, built once per session from this checkout."""
+    """The real wheel: ``URANDOM_SHIM_WHEEL`` (tests/run builds it once for the whole matrix), or built once per
+    session from this checkout."""
+    given = os.environ.get("URANDOM_SHIM_WHEEL")
+    if given:
+        return Path(given)
     out = tmp_path_factory.mktemp("dist")
     result = subprocess.run(
         [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(ROOT)],
@@ -195,13 +199,14 @@ _venvs: dict[tuple[str, str], Venv] = {}
 @pytest.fixture(scope="session")
 def venvs(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> Any:
     """``venvs(python, kind)``: a session-cached venv; kind is "shim" (wheel installed), "pytest" (the wheel and
-    pytest, for the plugin's tests) or "bare" (no shim)."""
+    pytest, for the plugin's tests), "flask" (the wheel and Flask, for the application scenarios) or "bare"."""
 
     def get(python: Path, kind: str = "shim") -> Venv:
         key = (str(python), kind)
         if key not in _venvs:
             path = tmp_path_factory.mktemp(f"venv-{kind}-{python.parent.parent.name}")
-            extra = ("-r", str(ROOT / "tests" / "plugin-requirements.txt")) if kind == "pytest" else ()
+            requirements = {"pytest": "plugin-requirements.txt", "flask": "app-requirements.txt"}.get(kind)
+            extra = ("-r", str(ROOT / "tests" / requirements)) if requirements else ()
             _venvs[key] = make_venv(python, path, None if kind == "bare" else wheel, extra)
         return _venvs[key]
 
@@ -259,20 +264,47 @@ def assert_sigint_interrupts_promptly(venv: Venv, env: dict[str, str]) -> None:
     assert took < 1.0, f"Ctrl-C took {took:.2f} s to interrupt the wait"
 
 
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The real-kernel tests' measurements (tests/kernel), one row per boot, from each test's ``kernel_result``
-    property: xdist passes properties on to the controller, so the table appears under ``-n`` too."""
+def _properties(terminalreporter: Any, wanted: str) -> list[dict[str, Any]]:
+    """The ``wanted`` property of every test's call phase (xdist passes properties on to the controller)."""
     rows = []
     for reports in terminalreporter.stats.values():
         for report in reports:
             if getattr(report, "when", None) != "call":
                 continue
-            for name, value in getattr(report, "user_properties", ()):
-                if name == "kernel_result":
-                    rows.append(value)
+            rows += [value for name, value in getattr(report, "user_properties", ()) if name == wanted]
+    return rows
+
+
+def _table(terminalreporter: Any, title: str, lines: list[tuple[str, ...]]) -> None:
+    terminalreporter.section(title)
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    for line in lines:
+        terminalreporter.write_line("  ".join(cell.ljust(width) for cell, width in zip(line, widths)).rstrip())
+
+
+def _version_key(version: str) -> list[int]:
+    return [int(n) for n in version.split(".")[:2]]
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Measurements worth reading after a run: the real-kernel boots (tests/kernel) and CPython's own test suites
+    (tests/test_cpython_suites.py), one row per boot or run."""
+    suites = _properties(terminalreporter, "cpython_suite")
+    if suites:
+        header = ("python", "condition", "tests run", "failures", "errors", "skipped", "modules")
+        lines = [header] + [
+            (
+                r["python"],
+                r["condition"],
+                *(str(r[k]) for k in ("tests", "failures", "errors", "skipped")),
+                r["modules"],
+            )
+            for r in sorted(suites, key=lambda r: (_version_key(r["python"]), r["modules"], r["condition"]))
+        ]
+        _table(terminalreporter, "CPython's own tests with urandom-shim active", lines)
+    rows = _properties(terminalreporter, "kernel_result")
     if not rows:
         return
-    terminalreporter.section("urandom-shim on a real booting kernel")
     header = ("python", "scenario", "EAGAIN first", "os.urandom(16)", "took", "CRNG after", "driver at", "CRNG init at")
     header += ("wall", "random+tempfile", "then")
     lines = [header] + [
@@ -289,10 +321,8 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             f"{r['imports'] * 1000:.0f} ms" if "imports" in r else "-",
             r.get("then", ""),
         )
-        for r in sorted(rows, key=lambda r: ([int(n) for n in r["python"].split(".")[:2]], r["scenario"]))
+        for r in sorted(rows, key=lambda r: (_version_key(r["python"]), r["scenario"]))
     ]
-    widths = [max(len(str(line[i])) for line in lines) for i in range(len(header))]
-    for line in lines:
-        terminalreporter.write_line("  ".join(str(cell).ljust(width) for cell, width in zip(line, widths)).rstrip())
+    _table(terminalreporter, "urandom-shim on a real booting kernel", lines)
     first = rows[0]
     terminalreporter.write_line(f"kernel {first['kernel']}, qemu {first['accel']}; times after /init are the guest's")

@@ -144,7 +144,7 @@ class Archive:
 def interpreter_facts(python: Path) -> dict[str, Any]:
     code = (
         "import json, os, sys, sysconfig; print(json.dumps({'executable': os.path.realpath(sys.executable), "
-        "'stdlib': sysconfig.get_path('stdlib'), 'dynload': os.path.dirname(__import__('_json').__file__) "
+        "'stdlib': sysconfig.get_path('stdlib'), 'purelib': sysconfig.get_path('purelib'), 'dynload': os.path.dirname(__import__('_json').__file__) "
         "if hasattr(__import__('_json'), '__file__') else None, 'python_version': sys.version.split()[0]}))"
     )
     out = subprocess.run([str(python), "-I", "-c", code], capture_output=True, text=True, check=True)
@@ -215,8 +215,9 @@ def build(
             archive.host_path(library)
         archive.tree(stdlib, STDLIB_SKIP)
         archive.tree(dynload, keep=lambda name: not DYNLOAD_SKIP.match(name))
-        # The installed wheel, where the interpreter's own site-packages is, so that site runs our .pth.
-        target = stdlib / "site-packages"
+        # The installed wheel, in the interpreter's own site-packages (Debian's: /usr/local/lib/python3.X/dist-packages),
+        # so that site runs our .pth.
+        target = Path(facts["purelib"])
         archive.directory(str(target))
         for entry in sorted(site_packages.rglob("*")):
             relative = entry.relative_to(site_packages)

@@ -1,0 +1,64 @@
+"""The compatibility matrix: the whole test suite on every CPython here, against the installed wheel.
+
+    nox -f tests/noxfile.py                      # every interpreter (tests/run does this)
+    nox -f tests/noxfile.py -- -k pep522         # arguments after -- go to pytest
+    URANDOM_SHIM_TEST_PYTHONS=3.8,3.13 nox -f tests/noxfile.py
+
+One session per interpreter: CPython 3.8 to 3.13 from pyenv, and Debian's /usr/bin/python3 with its own
+sitecustomize. Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
+sessions: ``URANDOM_SHIM_WHEEL``) and the test requirements, and runs pytest there. So the tests that run in-process
+import the installed package, not the source tree, and every test that starts interpreters starts this one. An
+interpreter that is not installed is skipped, and nox prints the reason in its summary.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+from conftest import find_python  # noqa: E402 - the same interpreter lookup as the tests
+
+ALL = "3.8,3.9,3.10,3.11,3.12,3.13,/usr/bin/python3"
+SPECS = [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", ALL).split(",") if s.strip()]
+
+nox.options.sessions = ["matrix"]
+nox.options.error_on_missing_interpreters = True
+
+
+def label(spec: str) -> str:
+    return "debian" if spec == "/usr/bin/python3" else spec
+
+
+@nox.session(python=False)
+@nox.parametrize("spec", SPECS, ids=[label(s) for s in SPECS])
+def matrix(session: nox.Session, spec: str) -> None:
+    interpreter = find_python(spec)
+    if interpreter is None:
+        session.skip(f"interpreter {spec} is not installed on this machine")
+    wheel = os.environ.get("URANDOM_SHIM_WHEEL")
+    if not wheel or not Path(wheel).is_file():
+        session.error("URANDOM_SHIM_WHEEL must name the built wheel (tests/run builds it)")
+    venv = ROOT / ".nox" / f"matrix-{label(spec)}"
+    session.run(str(interpreter), "-m", "venv", "--clear", str(venv), external=True)
+    python = str(venv / "bin" / "python")
+    requirements = str(ROOT / "tests" / "matrix-requirements.txt")
+    session.run(python, "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel, "-r", requirements)
+    session.run(python, "-c", "import sys, urandom_shim; print(sys.version.split()[0], urandom_shim.__file__)")
+    session.chdir(ROOT)
+    # The pytest script, not `python -m pytest`, which would put the source tree first on sys.path; and no
+    # `pythonpath` from pyproject.toml for the same reason.
+    session.run(
+        str(venv / "bin" / "pytest"),
+        "-o",
+        "pythonpath=",
+        "-n",
+        "2",
+        *session.posargs,
+        env={"URANDOM_SHIM_TEST_PYTHONS": str(interpreter), "URANDOM_SHIM_TEST_INSTALLED": "1"},
+        external=True,
+    )
