@@ -228,18 +228,23 @@ def test_dev_mode_and_warnings_as_errors_see_no_warning_from_the_shim_or_its_cli
     assert json.loads(result.stdout)["active"] is True
 
 
-def test_pythonsafepath_keeps_the_shim_and_the_projects_policy(shim: Venv, tmp_path: Path) -> None:
-    """PYTHONSAFEPATH (3.11+) keeps the script's directory off sys.path; the project is still found from the
+@pytest.mark.parametrize("how", ["PYTHONSAFEPATH=1", "-P"])
+def test_safe_path_keeps_the_shim_and_the_projects_policy(shim: Venv, tmp_path: Path, how: str) -> None:
+    """PYTHONSAFEPATH and -P (3.11+) keep the script's directory off sys.path; the project is still found from the
     script's path, so its pyproject.toml still sets the policy. Older interpreters ignore the variable."""
+    modern = shim.run("-c", "import sys; print(sys.version_info >= (3, 11))").stdout.strip() == "True"
+    if how == "-P" and not modern:
+        pytest.skip("-P is new in Python 3.11")
     (tmp_path / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
     script = tmp_path / "job.py"
     script.write_text(
         "import os, sys\nprint(sys.path[0] != os.path.dirname(os.path.abspath(__file__)))\n"
         "try:\n    os.urandom(4)\nexcept BlockingIOError:\n    print('raised')\n"
     )
-    result = shim.run(str(script), env={"PYTHONSAFEPATH": "1", **UNREADY})
-    safe = shim.run("-c", "import sys; print(getattr(sys.flags, 'safe_path', False))", env={"PYTHONSAFEPATH": "1"})
-    assert result.stdout.splitlines() == [safe.stdout.strip(), "raised"], result.stderr
+    env = {"PYTHONSAFEPATH": "1"} if how.startswith("PYTHONSAFEPATH") else {}
+    flags = ("-P",) if how == "-P" else ()
+    result = shim.run(str(script), env={**env, **UNREADY}, flags=flags)
+    assert result.stdout.splitlines() == [str(modern), "raised"], result.stderr
 
 
 @pytest.mark.parametrize(("policy", "expected"), [("pep522", "raised"), ("legacy", "16")])
