@@ -27,7 +27,6 @@ ALL = "3.8,3.9,3.10,3.11,3.12,3.13,/usr/bin/python3"
 SPECS = [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", ALL).split(",") if s.strip()]
 
 nox.options.sessions = ["matrix"]
-nox.options.error_on_missing_interpreters = True
 
 
 def label(spec: str) -> str:
