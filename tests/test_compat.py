@@ -106,14 +106,6 @@ def flask_venv(venvs: Any, python: Path) -> Venv:
 APP = [str(APPS / "web_app.py")]
 
 
-def test_web_app_under_pep524_waits_until_ready_then_serves(flask_venv: Venv) -> None:
-    spec, deadline = window(1.5)
-    outcome = serve(flask_venv, {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": spec}, APP, free_port())
-    assert outcome.get("status") == 200, outcome
-    made_at = json.loads(outcome["served"])["keys_made_at"]
-    assert made_at >= deadline, "the keys were made before the kernel was ready"
-
-
 def test_web_app_under_pep522_fails_fast_with_the_documented_message(flask_venv: Venv) -> None:
     spec, _deadline = window(30)
     outcome = serve(flask_venv, {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": spec}, APP, free_port())
@@ -124,21 +116,21 @@ def test_web_app_under_pep522_fails_fast_with_the_documented_message(flask_venv:
     assert "Call secrets.wait_for_system_rng() first" in last
 
 
-def test_web_app_under_pep522_with_wait_for_system_rng_at_the_top_serves_once_ready(flask_venv: Venv) -> None:
+@pytest.mark.parametrize(
+    ("policy", "app_env"),
+    [
+        ("pep524", {}),
+        ("pep522", {"APP_WAIT_FIRST": "1"}),  # PEP 522's fix: secrets.wait_for_system_rng() at the top
+        ("pep522", {"APP_KEYS": "secrets"}),  # PEP 522: secrets waits rather than raise, so no change is needed
+    ],
+    ids=["pep524", "pep522-wait-first", "pep522-secrets-only"],
+)
+def test_web_app_waits_until_ready_then_serves(flask_venv: Venv, policy: str, app_env: dict[str, str]) -> None:
     spec, deadline = window(1.5)
-    env = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": spec, "APP_WAIT_FIRST": "1"}
+    env = {"URANDOM_POLICY": policy, "URANDOM_SHIM_SIMULATE": spec, **app_env}
     outcome = serve(flask_venv, env, APP, free_port())
     assert outcome.get("status") == 200, outcome
-    assert json.loads(outcome["served"])["keys_made_at"] >= deadline
-
-
-def test_web_app_making_keys_with_secrets_only_waits_under_pep522(flask_venv: Venv) -> None:
-    """PEP 522: the secrets module waits rather than raise, so an app that uses only secrets needs no change."""
-    spec, deadline = window(1.5)
-    env = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": spec, "APP_KEYS": "secrets"}
-    outcome = serve(flask_venv, env, APP, free_port())
-    assert outcome.get("status") == 200, outcome
-    assert json.loads(outcome["served"])["keys_made_at"] >= deadline
+    assert json.loads(outcome["served"])["keys_made_at"] >= deadline, "the keys were made before the kernel was ready"
 
 
 def test_web_app_under_legacy_serves_at_once(flask_venv: Venv) -> None:

@@ -4,22 +4,19 @@ The copy of ``test`` that ships with each interpreter runs unchanged in a venv t
 condition below, with nothing left out. A test that fails because of the shim is a bug in the shim.
 
 Debian's interpreter ships its tests separately, in ``libpython3.X-testsuite``: they are installed with apt if they
-are missing (``URANDOM_SHIM_KERNEL_REQUIRED``, set by tests/run, makes "can't" a failure rather than a skip).
+are missing (see tests/debian.py for what happens when that can't be done).
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-import shutil
 import subprocess
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
 from conftest import Venv
+from debian import Unavailable, apt_install, unavailable
 
 MODULES = ("test_os", "test_random", "test_secrets", "test_uuid", "test_tempfile", "test_urllib2")
 
@@ -33,35 +30,21 @@ CONDITIONS = {
 }
 
 
+def has_tests(python: Path) -> bool:
+    return subprocess.run([str(python), "-c", "import test.test_os"], capture_output=True).returncode == 0
+
+
 def debian_testsuite(python: Path) -> None:
     """Debian's interpreter keeps its tests in another package; install it if it is missing."""
+    if has_tests(python):
+        return
     version = subprocess.run(
         [str(python), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], capture_output=True, text=True
     ).stdout.strip()
-    probe = subprocess.run([str(python), "-c", "import test.test_os"], capture_output=True)
-    if probe.returncode == 0:
-        return
-    package = f"libpython{version}-testsuite"
-    if shutil.which("apt-get") is None:
-        unavailable(f"{python} has no test suite and there is no apt-get to install {package}")
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    install = ["apt-get", "install", "-y", "-q", "--no-install-recommends", package]
-    with open(Path(tempfile.gettempdir()) / "urandom-shim-apt.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # one apt-get at a time across pytest workers
-        if subprocess.run([str(python), "-c", "import test.test_os"], capture_output=True).returncode == 0:
-            return
-        result = subprocess.run(install, capture_output=True, text=True, env=env)
-        if result.returncode != 0:  # stale package lists on a fresh machine
-            subprocess.run(["apt-get", "update", "-q"], capture_output=True, env=env)
-            result = subprocess.run(install, capture_output=True, text=True, env=env)
-    if result.returncode != 0:
-        unavailable(f"could not install {package} for {python}: {result.stderr.strip()[-300:]}")
-
-
-def unavailable(message: str) -> None:
-    if os.environ.get("URANDOM_SHIM_KERNEL_REQUIRED", "") not in ("", "0"):
-        pytest.fail(message, pytrace=False)
-    pytest.skip(message)
+    try:
+        apt_install(f"libpython{version}-testsuite", lambda: has_tests(python))
+    except Unavailable as exc:
+        unavailable(f"{python} has no test suite: {exc}")
 
 
 def counts(xml_path: Path) -> dict[str, int]:

@@ -12,18 +12,15 @@ import fcntl
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
+
+from debian import Lock, Unavailable, apt_get, apt_install, run
 
 KERNEL_PACKAGE = "linux-image-cloud-amd64"  # a metapackage: it depends on the current linux-image-*-cloud-amd64
 QEMU = "qemu-system-x86_64"
 
 #: The virtio-rng scenario loads the PCI transport and the driver, with what they depend on.
 RNG_MODULES = ("virtio_pci", "virtio-rng")
-
-
-class Unavailable(Exception):
-    """Something the tests need can't be had on this machine; the message says what and how to fix it."""
 
 
 def cache_dir() -> Path:
@@ -37,60 +34,16 @@ def cache_dir() -> Path:
     return path
 
 
-def _run(*args: str, cwd: Path | None = None) -> str:
-    try:
-        out = subprocess.run(args, capture_output=True, text=True, cwd=cwd, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise Unavailable(f"{' '.join(args)}: {exc}") from exc
-    if out.returncode != 0:
-        raise Unavailable(f"{' '.join(args)} exited with {out.returncode}: {(out.stderr or out.stdout).strip()[-800:]}")
-    return out.stdout
-
-
-def _apt_get(*args: str, cwd: Path | None = None) -> str:
-    """apt-get, refreshing the package lists once if they are missing or stale (a fresh CI machine)."""
-    try:
-        return _run("apt-get", *args, cwd=cwd)
-    except Unavailable:
-        _run("apt-get", "update", "-q")
-        return _run("apt-get", *args, cwd=cwd)
-
-
-class _Lock:
-    """An exclusive lock on the cache, so that two pytest workers don't fetch the same package at once."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def __enter__(self) -> None:
-        self.fd = os.open(self.path, os.O_CREAT | os.O_RDWR, 0o644)
-        fcntl.flock(self.fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc: object) -> None:
-        fcntl.flock(self.fd, fcntl.LOCK_UN)
-        os.close(self.fd)
-
-
 def qemu() -> Path:
     """qemu-system-x86_64, installed from Debian's packages if missing."""
-    found = shutil.which(QEMU)
-    if found is None:
-        if shutil.which("apt-get") is None:
-            raise Unavailable(f"{QEMU} is not installed and there is no apt-get to install qemu-system-x86")
-        with _Lock(cache_dir() / ".lock"):
-            if shutil.which(QEMU) is None:
-                os.environ.setdefault("DEBIAN_FRONTEND", "noninteractive")
-                _apt_get("install", "-y", "-q", "--no-install-recommends", "qemu-system-x86")
-        found = shutil.which(QEMU)
-    if found is None:
-        raise Unavailable(f"{QEMU} is still missing after installing qemu-system-x86")
-    return Path(found)
+    apt_install("qemu-system-x86", lambda: shutil.which(QEMU) is not None)
+    return Path(str(shutil.which(QEMU)))
 
 
 def _unpacked(package: str) -> Path:
     """``package`` fetched and unpacked into the cache (once); returns the directory it was unpacked into."""
     cache = cache_dir()
-    with _Lock(cache / ".lock"):
+    with Lock(cache / ".lock"):
         done = cache / f"{package}.unpacked"
         if not (done / ".complete").exists():
             shutil.rmtree(done, ignore_errors=True)
@@ -98,9 +51,9 @@ def _unpacked(package: str) -> Path:
             downloads.mkdir(exist_ok=True)
             for old in downloads.glob(f"{package}_*.deb"):
                 old.unlink()
-            _apt_get("download", "-q", package, cwd=downloads)
+            apt_get("download", "-q", package, cwd=downloads)
             (deb,) = downloads.glob(f"{package}_*.deb")
-            _run("dpkg", "-x", str(deb), str(done))
+            run("dpkg", "-x", str(deb), str(done))
             (done / ".complete").write_text(deb.name + "\n")
         return done
 
@@ -110,10 +63,10 @@ def kernel_package() -> str:
     cached = cache_dir() / "kernel-package"
     if cached.exists():
         return cached.read_text().strip()
-    out = _apt_get("install", "--simulate", "-q", "--no-install-recommends", KERNEL_PACKAGE)
+    out = apt_get("install", "--simulate", "-q", "--no-install-recommends", KERNEL_PACKAGE)
     names = re.findall(r"^Inst (linux-image-\S+-cloud-amd64) ", out, re.MULTILINE)
     if not names:  # already installed on this host: ask for the dependency directly
-        names = re.findall(r"Depends: (linux-image-\S+)", _run("apt-cache", "depends", KERNEL_PACKAGE))
+        names = re.findall(r"Depends: (linux-image-\S+)", run("apt-cache", "depends", KERNEL_PACKAGE))
     if not names:
         raise Unavailable(f"cannot tell which kernel {KERNEL_PACKAGE} depends on")
     cached.write_text(names[0] + "\n")
