@@ -5,16 +5,13 @@ point exactly as in a user's project.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OUR_VARIABLES, ROOT, Venv
+from conftest import OUR_VARIABLES, Venv
 
 pytest_plugins = ["pytester"]
-
-EXAMPLE = ROOT / "docs" / "examples" / "early_boot"
 
 
 @pytest.fixture
@@ -332,26 +329,3 @@ def test_p_no_urandom_shim_disables_the_plugin(pytester: pytest.Pytester, suite:
     marked = suite("-p", "no:urandom_shim", "--strict-markers", "-k", "nothing", "--urandom-policy=pep522")
     assert marked.ret == pytest.ExitCode.USAGE_ERROR
     marked.stderr.fnmatch_lines(["*unrecognized arguments: --urandom-policy=pep522*"])
-
-
-def test_the_documented_example_shows_the_hang_the_crash_and_the_fix(pytester: pytest.Pytester, suite: Any) -> None:
-    for name in ("app.py", "test_app.py"):
-        pytester.path.joinpath(name).write_text((EXAMPLE / name).read_text())
-    result = suite("-v")
-    result.assert_outcomes(passed=3)
-    result.stdout.fnmatch_lines(
-        [
-            "*test_naive_start_up_hangs_at_early_boot_under_pep524 PASSED*",
-            "*test_naive_start_up_crashes_at_early_boot_under_pep522 PASSED*",
-            "*test_fixed_start_up_waits_for_the_kernel_then_starts PASSED*",
-        ]
-    )
-
-
-def test_the_docs_page_shows_the_example_files_verbatim() -> None:
-    page = (ROOT / "docs" / "pytest-plugin.md").read_text()
-    blocks = re.findall(r"```python\n# (\S+)\n(.*?)```", page, flags=re.S)
-    shown = {name: code for name, code in blocks}
-    assert set(shown) == {"app.py", "test_app.py"}
-    for name, code in shown.items():
-        assert code == (EXAMPLE / name).read_text(), f"docs/pytest-plugin.md shows an outdated {name}"

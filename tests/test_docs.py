@@ -1,0 +1,530 @@
+"""The documentation can't drift from the code.
+
+- Every fenced example on every page (and in the README) is run or parsed, in a fresh directory, against the real
+  wheel in a venv of the interpreter under test. What "checked" means depends on the block's language:
+
+  ``console``
+      ``$ `` lines are run with bash (a trailing ``\\`` continues a command); the lines after a command are its
+      expected output, stdout and stderr together. A line ``...`` matches any number of lines; ``...`` inside a line
+      matches any text. Runs of spaces compare equal.
+  ``python``
+      A block whose first line is ``# NAME.py`` is written to that file (for later ``console`` blocks) and compiled;
+      any other block is run with ``python -c`` and must exit 0 with nothing on stderr.
+  ``toml``
+      The first line says where the file goes: ``# pyproject.toml`` (or another relative name), ``# /etc/urandom-
+      shim.toml`` (the page's machine file), ``# ~/.config/urandom-shim/config.toml``. It is written there and
+      ``urandom-shim check`` must then exit 0, or 1 if the first line says ``(broken on purpose)``.
+  ``sh``, ``dockerfile``, ``ini`` (systemd units)
+      Not run (they install packages, start VMs, talk to systemd). ``sh`` must pass ``bash -n``; every
+      ``urandom-shim`` command line in them is parsed by the command line's own parser, every ``URANDOM_*``
+      assignment must give ``urandom-shim check`` nothing to complain about, and ``CMD [...]`` must be JSON.
+  ``json``
+      Parsed.
+
+  Any other language, or none, fails the test: there is no unchecked example.
+
+- The reference pages are checked against the code: the policy table against ``_policies.action``, the variables
+  and keys against what the code reads, the CLI against ``build_parser``, and the message page against every message
+  the code can print.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import ROOT, Venv, clean_env
+
+DOCS = ROOT / "docs"
+PAGES = [*sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts), ROOT / "README.md"]
+SHIPPED = [*sorted((ROOT / "urandom_shim").glob("*.py")), ROOT / "_urandom_shim_boot.py", ROOT / "sitecustomize.py"]
+FENCE = re.compile(r"^(`{3,})([^`\s{]*)\s*$")
+
+
+def blocks(page: Path) -> Iterator[tuple[int, str, str]]:
+    """(line number, language, text) of each fenced code block; MyST directives (```{name}) are not examples."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    index = 0
+    while index < len(lines):
+        opening = lines[index].strip()
+        match = FENCE.match(opening)
+        if opening.startswith("```"):
+            fence = re.match(r"`+", opening)
+            assert fence is not None
+            end = index + 1
+            while end < len(lines) and lines[end].strip() != fence.group(0):
+                end += 1
+            assert end < len(lines), f"{page}:{index + 1}: unclosed code block"
+            if match is not None:
+                yield index + 1, match.group(2), "\n".join(lines[index + 1 : end]) + "\n"
+            index = end
+        index += 1
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(ROOT))
+
+
+# -- running the examples ------------------------------------------------------------------------------------------
+
+
+class Page:
+    """The examples of one page, run in order in one fresh directory with its own machine and user files."""
+
+    def __init__(self, page: Path, venv: Venv, tmp: Path) -> None:
+        self.page = page
+        self.venv = venv
+        self.work = tmp / "work"
+        self.home = tmp / "home"
+        self.machine = tmp / "etc" / "urandom-shim.toml"
+        for directory in (self.work, self.home, self.machine.parent):
+            directory.mkdir(parents=True)
+        self.env = clean_env(
+            {
+                "PATH": f"{venv.path / 'bin'}:/usr/bin:/bin",
+                "HOME": str(self.home),
+                "XDG_CONFIG_HOME": str(self.home / ".config"),
+                "URANDOM_SHIM_MACHINE_CONFIG": str(self.machine),
+                "COLUMNS": "100",
+                "LANG": "C.UTF-8",
+            }
+        )
+        self.env.pop("VIRTUAL_ENV", None)
+
+    def where(self, line: int) -> str:
+        return f"{page_id(self.page)}:{line}"
+
+    def shell(self, command: str, env: dict[str, str] | None = None, timeout: float = 120) -> tuple[int, str]:
+        result = subprocess.run(
+            ["bash", "-c", command],
+            cwd=self.work,
+            env={**self.env, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=timeout,
+        )
+        return result.returncode, result.stdout
+
+    def check_settings(self, line: int, variables: dict[str, str]) -> None:
+        """``urandom-shim check`` with these variables must find no problem."""
+        code, out = self.shell("urandom-shim check", env=variables)
+        assert code == 0, f"{self.where(line)}: {variables} makes `urandom-shim check` fail:\n{out}"
+
+    # One method per language.
+
+    def console(self, line: int, text: str) -> None:
+        for command, expected in _console_steps(text):
+            _code, out = self.shell(command)
+            assert _matches(expected, out.splitlines()), (
+                f"{self.where(line)}: `{command}` printed:\n{out}\nbut the page shows:\n" + "\n".join(expected)
+            )
+
+    def python(self, line: int, text: str) -> None:
+        first = text.splitlines()[0]
+        name = re.fullmatch(r"# ([\w.-]+\.py)", first)
+        if name:
+            path = self.work / name.group(1)
+            path.write_text(text[len(first) + 1 :], encoding="utf-8")
+            result = self.venv.run("-m", "py_compile", str(path), env=self.env)
+        else:
+            result = self.venv.run("-c", text, env=self.env, cwd=self.work)
+            assert result.stderr == "", f"{self.where(line)}: the example wrote to stderr:\n{result.stderr}"
+        assert result.returncode == 0, f"{self.where(line)}: the example failed:\n{result.stdout}{result.stderr}"
+
+    def toml(self, line: int, text: str) -> None:
+        header = re.fullmatch(r"# (\S+)( \(broken on purpose\))?", text.splitlines()[0])
+        assert header, f"{self.where(line)}: a TOML example must start with '# WHERE', the file it shows"
+        where, broken = header.group(1), bool(header.group(2))
+        env: dict[str, str] = {}
+        if where == "/etc/urandom-shim.toml":
+            path = self.machine
+        elif where == "~/.config/urandom-shim/config.toml":
+            path = self.home / ".config" / "urandom-shim" / "config.toml"
+        else:
+            assert not where.startswith(("/", "~")), f"{self.where(line)}: no place for {where} in the test"
+            path = self.work / where
+            if path.name != "pyproject.toml":
+                env["URANDOM_SHIM_CONFIG"] = where
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        _loads(text)  # valid TOML first: a broken example must be broken in its values, not its syntax
+        code, out = self.shell("urandom-shim check", env=env)
+        assert code == (1 if broken else 0), f"{self.where(line)}: `urandom-shim check` with {where}:\n{out}"
+        if broken and path.name == "pyproject.toml":
+            path.unlink()  # a broken project file must not break the page's later examples
+
+    def sh(self, line: int, text: str) -> None:
+        result = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+        assert result.returncode == 0, f"{self.where(line)}: not valid shell:\n{result.stderr}"
+        for command in _joined(text):
+            self.command_line(line, command)
+
+    def dockerfile(self, line: int, text: str) -> None:
+        for instruction in _joined(text):
+            keyword, _, rest = instruction.partition(" ")
+            keyword = keyword.upper()
+            if keyword == "ENV":
+                self.check_settings(line, _assignments(shlex.split(rest)))
+            elif keyword == "RUN":
+                self.command_line(line, rest)
+            elif keyword in ("CMD", "ENTRYPOINT") and rest.lstrip().startswith("["):
+                self.argv(line, json.loads(rest))
+
+    def ini(self, line: int, text: str) -> None:
+        header = text.splitlines()[0]
+        assert re.fullmatch(r"# /etc/systemd/system/[\w@.-]+\.(service|service\.d/[\w.-]+\.conf)", header), (
+            f"{self.where(line)}: a unit example must start with '# /etc/systemd/system/NAME.service' or a drop-in"
+        )
+        section = None
+        for raw in text.splitlines()[1:]:
+            if not raw.strip() or raw.startswith("#"):
+                continue
+            if raw.startswith("["):
+                section = raw.strip()
+                assert section in ("[Unit]", "[Service]", "[Install]"), f"{self.where(line)}: section {section}"
+                continue
+            key, equals, value = raw.partition("=")
+            assert equals and section, f"{self.where(line)}: not 'Key=value' in a section: {raw!r}"
+            if key == "Environment":
+                self.check_settings(line, _assignments(shlex.split(value)))
+            elif key.startswith("Exec") and value:
+                self.argv(line, shlex.split(value.lstrip("-@:+!")))
+
+    def json(self, line: int, text: str) -> None:
+        json.loads(text)
+
+    # Command lines inside examples.
+
+    def command_line(self, line: int, command: str) -> None:
+        """Each simple command of a shell line: its URANDOM_* assignments and any urandom-shim invocation."""
+        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+        lexer.whitespace_split = True
+        lexer.commenters = "#"
+        words: list[str] = []
+        for token in [*lexer, ";"]:
+            if token and set(token) <= set(";&|"):
+                assignments = _assignments(words)
+                if assignments:
+                    self.check_settings(line, assignments)
+                self.argv(line, words[len(_leading_assignments(words)) :])
+                words = []
+            else:
+                words.append(token)
+
+    def argv(self, line: int, argv: list[str]) -> None:
+        if not argv or os.path.basename(argv[0]) != "urandom-shim":
+            return
+        from urandom_shim import _cli
+
+        try:
+            _cli._parse(argv[1:])
+        except SystemExit as exc:
+            pytest.fail(f"{self.where(line)}: `{shlex.join(argv)}` is not a valid command line (exit {exc.code})")
+
+
+def _loads(text: str) -> dict[str, Any]:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    return tomllib.loads(text)
+
+
+def _joined(text: str) -> list[str]:
+    """Logical lines: backslash continuations joined, blank lines and whole-line comments dropped."""
+    out: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        if raw.endswith("\\"):
+            pending += raw[:-1] + " "
+            continue
+        logical = (pending + raw).strip()
+        pending = ""
+        if logical and not logical.startswith("#"):
+            out.append(logical)
+    return out
+
+
+def _leading_assignments(words: list[str]) -> list[str]:
+    leading = []
+    for word in words:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", word):
+            break
+        leading.append(word)
+    return leading
+
+
+def _assignments(words: list[str]) -> dict[str, str]:
+    """The URANDOM_* variables among ``NAME=value`` words."""
+    pairs = (word.partition("=") for word in _leading_assignments(words) if word.startswith("URANDOM_"))
+    return {name: value for name, _, value in pairs}
+
+
+def _console_steps(text: str) -> list[tuple[str, list[str]]]:
+    steps: list[tuple[str, list[str]]] = []
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        assert lines[index].startswith("$ "), f"console output before any command: {lines[index]!r}"
+        command = lines[index][2:]
+        while command.endswith("\\"):
+            index += 1
+            command = command[:-1] + "\n" + lines[index]
+        index += 1
+        expected = []
+        while index < len(lines) and not lines[index].startswith("$ "):
+            expected.append(lines[index])
+            index += 1
+        steps.append((command, expected))
+    return steps
+
+
+def _line_pattern(expected: str) -> re.Pattern[str]:
+    pieces = [re.escape(" ".join(piece.split())) for piece in expected.split("...")]
+    return re.compile(".*".join(pieces).replace(r"\ ", " "))
+
+
+def _matches(expected: list[str], actual: list[str]) -> bool:
+    """Does ``actual`` match ``expected``, where a line '...' stands for any number of lines?"""
+    if not expected:
+        return not actual
+    if expected[0] == "...":
+        return any(_matches(expected[1:], actual[skip:]) for skip in range(len(actual) + 1))
+    if not actual:
+        return False
+    if not _line_pattern(expected[0]).fullmatch(" ".join(actual[0].split())):
+        return False
+    return _matches(expected[1:], actual[1:])
+
+
+# -- the tests ------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_example_on_the_page_runs_or_parses(page: Path, venvs: Any, python: Path, tmp_path: Path) -> None:
+    runner = Page(page, venvs(python, "pytest"), tmp_path)
+    for line, language, text in blocks(page):
+        check = getattr(runner, language, None) if language else None
+        assert check is not None, f"{runner.where(line)}: no checker for a {language or 'plain'} block"
+        check(line, text)
+
+
+def test_the_console_matcher_can_fail() -> None:
+    assert _matches(["a", "...", "c ... e"], ["a", "b", "b", "c d  e"])
+    assert not _matches(["a", "c"], ["a", "b", "c"])
+    assert not _matches(["a ... e"], ["a d f"])
+    assert not _matches(["a"], ["a", "extra"])
+
+
+def _table(page: Path, first_header: str) -> list[list[str]]:
+    """The rows of the Markdown table whose first header cell is ``first_header``, as lists of cells."""
+    rows: list[list[str]] = []
+    inside = False
+    for raw in page.read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in re.split(r"(?<!\\)\|", raw.strip())[1:-1]] if raw.startswith("|") else None
+        if cells is None:
+            if inside:
+                break
+            continue
+        if not inside:
+            inside = cells[0] == first_header
+            continue
+        if set(cells[0]) <= set("-: "):
+            continue
+        rows.append(cells)
+    assert rows, f"no table with '{first_header}' in {page}"
+    return rows
+
+
+def test_the_policy_table_is_the_one_the_code_consults() -> None:
+    from urandom_shim import _policies as p
+
+    header = ["native", "pep524", "pep522", "legacy"]
+    words = {"untouched": p.UNTOUCHED, "waits": p.WAIT, "raises": p.RAISE, "best-effort": p.BEST_EFFORT}
+    sites = {
+        "`os.urandom(n)`": p.URANDOM,
+        "`random.SystemRandom`": p.URANDOM,
+        "`secrets.token_bytes`": p.SECRETS,
+        "`import random`": p.SEED_INSTANCE,
+        "`random.Random()`": p.SEED_NEW,
+    }
+    rows = _table(DOCS / "reference" / "policies.md", "call site")
+    seen = set()
+    for cells in rows:
+        if cells[0].startswith("`secrets.wait_for_system_rng"):
+            assert cells[1:] == ["added"] * 4
+            continue
+        site = next(v for k, v in sites.items() if cells[0].startswith(k))
+        seen.add(site)
+        for name, cell in zip(header, cells[1:]):
+            said = words[re.sub(r"[*:,]", "", cell.replace("**", "")).split()[0]]
+            assert said == p.action(p.BY_NAME[name], site), f"policies.md says {cell!r} for {cells[0]} under {name}"
+    assert seen == set(p.SITES)
+    assert [pol.name for pol in p.POLICIES] == header
+
+
+def _code_variables() -> set[str]:
+    names: set[str] = set()
+    for path in SHIPPED:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                names.update(re.findall(r"\bURANDOM_(?:POLICY|SHIM_[A-Z_]+)\b", node.value))
+    return names
+
+
+def test_every_environment_variable_is_documented_and_every_documented_one_exists() -> None:
+    rows = _table(DOCS / "reference" / "environment.md", "variable")
+    documented = {cells[0].strip("`") for cells in rows}
+    assert documented == _code_variables()
+
+
+def test_every_configuration_key_is_documented_and_every_documented_one_exists() -> None:
+    from urandom_shim import _config
+
+    rows = _table(DOCS / "reference" / "configuration.md", "key")
+    assert [cells[0].strip("`") for cells in rows] == [*_config.KEYS, *_config.ADMIN_KEYS]
+    variables = {cells[0].strip("`") for cells in _table(DOCS / "reference" / "environment.md", "variable")}
+    assert {variable for variable, _parse in _config.KEYS.values()} <= variables
+
+
+def test_the_cli_reference_has_every_command_with_its_generated_help() -> None:
+    from urandom_shim import _cli
+
+    page = (DOCS / "reference" / "cli.md").read_text(encoding="utf-8")
+    _parser, subs = _cli.build_parser()
+    sections = re.findall(r"^## `urandom-shim (\w+)`\n\n```\{urandom-shim-help\} (\w+)\n```", page, flags=re.M)
+    assert sections == [(name, name) for name in subs]
+    assert "```{urandom-shim-help}\n```" in page  # the top-level help
+
+
+def test_status_json_keys_are_the_documented_ones(venvs: Any, python: Path) -> None:
+    rows = _table(DOCS / "reference" / "cli.md", "key")
+    documented = {name for cells in rows for name in re.findall(r"`(\w+)`", cells[0])}
+    result = venvs(python, "shim").run("-m", "urandom_shim", "status", "--json")
+    assert result.returncode == 0, result.stderr
+    assert set(json.loads(result.stdout)) == documented
+
+
+# Strings in the shipped code that are not messages: labels and values of `status` and `check` output, help texts,
+# policy summaries. Each is the start of the string, with {} for each value. Every other string of 30 or more fixed
+# characters must appear on the message page.
+NOT_MESSAGES = (
+    "module 'urandom_shim' has no attribute",  # AttributeError, as for any module
+    "urandom-shim policy '",  # a phrase inside the waiting messages
+    " (The unready state is simulated by",  # is on the page, in its own row
+    "To fail fast instead, set URANDOM_POLICY=pep522. ",  # a phrase inside the waiting message
+    "give the machine an entropy source (",  # a phrase inside several messages
+    "os.urandom() and SystemRandom block until",  # status: "this Python on its own"
+    "waits until the CRNG is ready",  # status: what each call site does
+    "urandom_shim.start (PEP 829), at start-up",  # status: activated by
+    "the bootstrap sitecustomize of `urandom-shim run`",
+    "urandom_shim.activate(), at runtime",
+    "unknown: getrandom() is missing or denied",  # status: kernel state
+    "unready: not initialised yet",
+    "%(prog)s",  # argparse usage strings
+    "the interpreter's own code (see",
+    "returns best-effort bytes at once",
+    "yes: the CRNG is not ready",
+    "Configuration for `",
+    "While the CRNG is not ready, under",
+    "Sources tried, highest precedence first",
+    "settings (as URANDOM_POLICY and URANDOM_SHIM_* variables)",
+    "raises BlockingIOError at once",
+    "seeded from best-effort kernel bytes",
+    "the kill switch is on: URANDOM_SHIM_DISABLE=",  # status: why the shim is not active
+    "not active in this interpreter: {}.",  # status: the problem line built from the reason
+    "no: this urandom-shim process itself runs under policy",
+    "no: every function is the interpreter's own",
+    "not in this environment; the bootstrap loaded",
+    "no urandom_shim.pth in this interpreter's site-packages",
+    "added under every policy; returns at once when ready",
+    "Problems (",
+    "Exit status 1: fix the problems above.",
+    "Python runs with -S, which skips site-packages",
+    "urandom_shim.pth is not in this interpreter's site-packages",
+    "{} exists but did not run in this interpreter",
+    "no: URANDOM_SHIM_SIMULATE=",
+    "state unknown (counts as ready)",
+    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",  # a name, documented on the variables page
+    "ignored: Python runs with -E or -I",  # check: a source's note
+    "{} (allow_weak = ",  # check: the floor's label
+    "a finite number of seconds >= 0, or 'none'",  # part of the value messages
+    "{}: a floor, no source may choose weak bytes",  # check: a source's note
+    "{} = {} is not valid (see problems)",  # check: a source's note
+    "it is only honoured in the environment's and the machine's files",
+    "[[program]] #",  # check: which rule matched
+    "no such table in the nearest pyproject.toml",  # check: a source's note
+    "urllib.request's HTTP digest authentication",  # status: a call site's name
+    "the interpreter's own behaviour, untouched",  # policy summaries
+    "wait for the kernel CRNG before returning strong bytes",
+    "raise BlockingIOError instead of waiting; secrets waits",
+    "return best-effort bytes without waiting, as Python 3.5.2 did",
+    "'unready-until-monotonic:SECONDS'",  # a form, documented on the variables page
+    "urandom-shim: early-boot randomness",  # pytest's option group
+    "urandom(policy=None, unready=True",  # the marker's help
+)
+
+
+def _templates(path: Path) -> Iterator[tuple[int, str, str]]:
+    """(line, the fixed pieces joined, the longest) of every string in ``path`` with 30 or more fixed characters, except docstrings,
+    argparse help texts and pieces of f-strings."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
+            skip.add(id(body[0].value))  # a docstring
+        if isinstance(node, ast.keyword) and node.arg in ("help", "description", "epilog", "usage", "version"):
+            skip.update(id(sub) for sub in ast.walk(node.value))
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id.endswith("_HELP") for t in node.targets
+        ):
+            skip.add(id(node.value))
+        if isinstance(node, ast.JoinedStr):
+            skip.update(id(sub) for sub in ast.walk(node) if sub is not node)
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.JoinedStr):
+            parts = [v.value if isinstance(v, ast.Constant) else None for v in node.values]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            parts = [node.value]
+        else:
+            continue
+        whole = "".join("{}" if part is None else str(part) for part in parts)
+        whole = whole[len("urandom-shim: ") :] if whole.startswith("urandom-shim: ") else whole
+        pieces = [piece for piece in whole.split("{}") if piece]
+        if pieces and len("".join(pieces)) >= 30:
+            yield node.lineno, whole, max(pieces, key=len).strip()
+
+
+def test_every_message_the_code_can_print_is_on_the_message_page() -> None:
+    page = " ".join((DOCS / "reference" / "messages.md").read_text(encoding="utf-8").split())
+    missing = []
+    for path in SHIPPED:
+        for line, whole, piece in _templates(path):
+            if whole.startswith(NOT_MESSAGES):
+                continue
+            if " ".join(piece.split()) not in page:
+                missing.append(f"{path.relative_to(ROOT)}:{line}: {piece!r}")
+    assert not missing, "not on docs/reference/messages.md:\n" + "\n".join(missing)
+
+
+def test_the_readme_is_short_what_two_commands_an_example_and_a_link() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    found = list(blocks(ROOT / "README.md"))
+    commands = [text for _line, language, text in found if language == "sh"]
+    assert len(commands) == 2 and all(len(text.strip().splitlines()) == 1 for text in commands)
+    examples = [text for _line, language, text in found if language == "console"]
+    assert len(examples) == 1 and len(examples[0].strip().splitlines()) <= 10
+    assert "docs/index.md" in readme or "docs/" in readme
+    assert len(readme.splitlines()) <= 50
