@@ -528,3 +528,30 @@ def test_the_readme_is_short_what_two_commands_an_example_and_a_link() -> None:
     assert len(examples) == 1 and len(examples[0].strip().splitlines()) <= 10
     assert "docs/index.md" in readme or "docs/" in readme
     assert len(readme.splitlines()) <= 50
+
+
+def test_the_plugin_reference_names_every_option_ini_fixture_marker_and_method(
+    venvs: Any, python: Path, tmp_path: Path
+) -> None:
+    venv = venvs(python, "pytest")
+    page = (DOCS / "reference" / "pytest-plugin.md").read_text(encoding="utf-8")
+
+    def pytest_says(*args: str) -> str:
+        result = venv.run("-m", "pytest", "-p", "no:cacheprovider", *args, cwd=tmp_path)
+        assert result.returncode == 0, result.stdout + result.stderr
+        return result.stdout
+
+    helps = pytest_says("--help")
+    names = set(re.findall(r"--urandom-[\w-]+", helps)) | set(re.findall(r"^ +(urandom_\w+) \(", helps, re.M))
+    fixtures = pytest_says("--fixtures").split("fixtures defined from urandom_shim.pytest_plugin")[1]
+    names |= set(re.findall(r"^(\w+) -- ", fixtures.split("\n---")[0], re.M))
+    names |= {
+        match.group(1)
+        for match in re.finditer(r"^@pytest\.mark\.(\w+)\(.*urandom-shim", pytest_says("--markers"), re.M)
+    }
+    from urandom_shim.pytest_plugin import SystemRNG
+
+    names |= {name for name in vars(SystemRNG) if not name.startswith("_")}  # system_rng's methods and properties
+    assert {"--urandom-policy", "urandom_timeout", "system_rng", "urandom_policy", "urandom", "ready_after"} <= names
+    missing = sorted(name for name in names if not re.search(rf"(`|\.){re.escape(name)}\b", page))
+    assert not missing, f"docs/reference/pytest-plugin.md does not mention {missing}"
