@@ -206,19 +206,11 @@ class Page:
 
     def command_line(self, line: int, command: str) -> None:
         """Each simple command of a shell line: its URANDOM_* assignments and any urandom-shim invocation."""
-        lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
-        lexer.whitespace_split = True
-        lexer.commenters = "#"
-        words: list[str] = []
-        for token in [*lexer, ";"]:
-            if token and set(token) <= set(";&|"):
-                assignments = _assignments(words)
-                if assignments:
-                    self.check_settings(line, assignments)
-                self.argv(line, words[len(_leading_assignments(words)) :])
-                words = []
-            else:
-                words.append(token)
+        for words in _simple_commands(command):
+            assignments = _assignments(words)
+            if assignments:
+                self.check_settings(line, assignments)
+            self.argv(line, words[len(_leading_assignments(words)) :])
 
     def argv(self, line: int, argv: list[str]) -> None:
         if not argv or os.path.basename(argv[0]) != "urandom-shim":
@@ -252,6 +244,20 @@ def _joined(text: str) -> list[str]:
         if logical and not logical.startswith("#"):
             out.append(logical)
     return out
+
+
+def _simple_commands(command: str) -> list[list[str]]:
+    """The words of each simple command in a shell line (split at ``;``, ``&&``, ``||`` and ``|``)."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=";&|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    commands: list[list[str]] = [[]]
+    for token in lexer:
+        if set(token) <= set(";&|"):
+            commands.append([])
+        else:
+            commands[-1].append(token)
+    return [words for words in commands if words]
 
 
 def _leading_assignments(words: list[str]) -> list[str]:
@@ -555,3 +561,25 @@ def test_the_plugin_reference_names_every_option_ini_fixture_marker_and_method(
     assert {"--urandom-policy", "urandom_timeout", "system_rng", "urandom_policy", "urandom", "ready_after"} <= names
     missing = sorted(name for name in names if not re.search(rf"(`|\.){re.escape(name)}\b", page))
     assert not missing, f"docs/reference/pytest-plugin.md does not mention {missing}"
+
+
+def test_the_examples_in_every_help_text_are_valid_command_lines() -> None:
+    """The CLI reference shows each command's --help, examples included: they must parse too."""
+    from urandom_shim import _cli
+
+    _parser, subs = _cli.build_parser()
+    examples = []
+    for name, sub in subs.items():
+        description = sub.description or ""
+        assert "examples:" in description, f"`urandom-shim {name} --help` has no examples"
+        for line in description.split("examples:", 1)[1].splitlines():
+            for words in _simple_commands(line.strip().replace("ExecStartPre=", "", 1)):
+                words = words[len(_leading_assignments(words)) :]
+                if os.path.basename(words[0]) == "urandom-shim":
+                    examples.append(words)
+    assert len(examples) >= 2 * len(subs)
+    for words in examples:
+        try:
+            _cli._parse(words[1:])
+        except SystemExit as exc:
+            pytest.fail(f"`{shlex.join(words)}` in a --help text is not a valid command line (exit {exc.code})")
