@@ -583,3 +583,19 @@ def test_the_examples_in_every_help_text_are_valid_command_lines() -> None:
             _cli._parse(words[1:])
         except SystemExit as exc:
             pytest.fail(f"`{shlex.join(words)}` in a --help text is not a valid command line (exit {exc.code})")
+
+
+def test_activate_says_its_option_defaults_come_from_the_configuration() -> None:
+    """help(urandom_shim.activate) and the API reference show the defaults; an object() would show its address."""
+    import inspect
+
+    import urandom_shim
+
+    defaults = {name: repr(p.default) for name, p in inspect.signature(urandom_shim.activate).parameters.items()}
+    assert defaults == {
+        "policy": "None",
+        "timeout": "<from configuration>",
+        "on_timeout": "<from configuration>",
+        "warn_after": "<from configuration>",
+        "seed_random_instances": "<from configuration>",
+    }

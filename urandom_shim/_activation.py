@@ -285,7 +285,17 @@ def start_unready() -> None:
 
 # -- the runtime API ---------------------------------------------------------------------------------------------------
 
-_KEEP: Any = object()
+
+class _FromConfiguration:
+    """The default of ``activate()``'s options: the value the configuration gives, as at start-up."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:  # what help() and the API reference show as the default
+        return "<from configuration>"
+
+
+_KEEP: Any = _FromConfiguration()
 
 
 def activate(
