@@ -36,12 +36,13 @@ import os
 import re
 import shlex
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 from conftest import ROOT, Venv, clean_env
+
+from urandom_shim._sources import _loads  # the parser the shim reads configuration files with
 
 DOCS = ROOT / "docs"
 PAGES = [*sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts), ROOT / "README.md"]
@@ -221,14 +222,6 @@ class Page:
             _cli._parse(argv[1:])
         except SystemExit as exc:
             pytest.fail(f"{self.where(line)}: `{shlex.join(argv)}` is not a valid command line (exit {exc.code})")
-
-
-def _loads(text: str) -> dict[str, Any]:
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:
-        import tomli as tomllib
-    return tomllib.loads(text)
 
 
 def _joined(text: str) -> list[str]:
