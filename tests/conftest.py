@@ -227,16 +227,110 @@ def bare(venvs: Any, python: Path) -> Venv:
     return venv
 
 
+# -- a fake kernel, and a machine file in /etc -------------------------------------------------------------------
+
+
+class FakeKernel:
+    """``tests/fakekernel.c`` built as a preload library: ``getrandom()`` behaves like an unready kernel while a
+    file exists (see the C file). ``env(flag)`` is what a subprocess needs to run on it."""
+
+    def __init__(self, library: Path) -> None:
+        self.library = library
+
+    def env(self, flag: Path | None = None, errno: int | None = None) -> dict[str, str]:
+        env = {"LD_PRELOAD": str(self.library)}
+        if flag is not None:
+            env["FAKE_KERNEL_UNREADY"] = str(flag)
+        if errno is not None:
+            env["FAKE_KERNEL_ERRNO"] = str(errno)
+        return env
+
+
+@pytest.fixture(scope="session")
+def fake_kernel(tmp_path_factory: pytest.TempPathFactory) -> FakeKernel:
+    """The fake kernel, compiled once per session with the system's C compiler. ``URANDOM_SHIM_KERNEL_REQUIRED=1``
+    (``tests/run``) makes a missing compiler a failure instead of a visible skip."""
+    from debian import unavailable
+
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        unavailable("no C compiler (cc) to build the fake kernel, tests/fakekernel.c")
+    library = tmp_path_factory.mktemp("fakekernel") / "fakekernel.so"
+    source = Path(__file__).resolve().parent / "fakekernel.c"
+    built = subprocess.run(
+        [compiler, "-shared", "-fPIC", "-O2", "-Wall", "-Werror", "-o", str(library), str(source), "-ldl"],
+        capture_output=True,
+        text=True,
+    )
+    assert built.returncode == 0, built.stderr
+    return FakeKernel(library)
+
+
+@pytest.fixture(scope="session")
+def machine_file_in_etc() -> Any:
+    """``run(content, argv, env, mode=0o644, drop_root=False)``: run ``argv`` with ``/etc/urandom-shim.toml`` holding
+    ``content``, without touching the real ``/etc``: in a private mount namespace, ``/etc`` is an overlay whose upper
+    layer holds the file. With ``drop_root``, the file belongs to another user and the process loses root's power to
+    read any file (CAP_DAC_OVERRIDE), so a file of mode 600 is unreadable to it, as to a service running as another
+    user."""
+    from debian import unavailable
+
+    unshare, setpriv = shutil.which("unshare"), shutil.which("setpriv")
+    if os.geteuid() != 0 or unshare is None or setpriv is None:
+        unavailable("running with a file in /etc needs root, unshare and setpriv (util-linux)")
+    probe = subprocess.run([unshare, "--mount", "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        unavailable(f"unshare --mount is not allowed here: {probe.stderr.strip()}")
+
+    def run(
+        content: bytes | str | None,
+        argv: list[str],
+        env: dict[str, str],
+        work: Path,
+        mode: int = 0o644,
+        drop_root: bool = False,
+        timeout: float = 60,
+    ) -> subprocess.CompletedProcess[str]:
+        upper, scratch = work / "etc-upper", work / "etc-work"
+        upper.mkdir(parents=True, exist_ok=True)
+        scratch.mkdir(parents=True, exist_ok=True)
+        if content is not None:
+            target = upper / "urandom-shim.toml"
+            if content == "DIRECTORY":
+                target.mkdir(exist_ok=True)
+            else:
+                target.write_bytes(content if isinstance(content, bytes) else content.encode())
+            target.chmod(mode)
+            if drop_root:  # owned by someone else, as /etc's file is for a service that runs as another user
+                os.chown(target, 65534, 65534)
+        command = [setpriv, "--bounding-set", "-dac_override,-dac_read_search", "--inh-caps",
+                   "-dac_override,-dac_read_search", *argv] if drop_root else argv  # fmt: skip
+        script = f'mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={scratch} /etc && exec "$@"'
+        return subprocess.run(
+            [unshare, "--mount", "--propagation", "private", "sh", "-c", script, "sh", *command],
+            capture_output=True,
+            text=True,
+            env=clean_env(env),
+            timeout=timeout,
+        )
+
+    return run
+
+
 def window(seconds: float) -> tuple[str, float]:
     """A simulation whose window closes ``seconds`` from now, for every process: (spec, deadline)."""
     deadline = time.monotonic() + seconds
     return f"unready-until-monotonic:{deadline!r}", deadline
 
 
-def spawn(venv: Venv, code: str, env: dict[str, str]) -> subprocess.Popen[str]:
-    """Start ``python -c code`` in ``venv`` without waiting for it."""
+def spawn(venv: Venv, code: str, env: dict[str, str], args: tuple[str, ...] = ()) -> subprocess.Popen[str]:
+    """Start ``python -c code [args]`` in ``venv`` without waiting for it."""
     return subprocess.Popen(
-        [str(venv.python), "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env)
+        [str(venv.python), "-c", code, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=clean_env(env),
     )
 
 
@@ -287,8 +381,9 @@ def _version_key(version: str) -> list[int]:
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Measurements worth reading after a run: the real-kernel boots (tests/kernel) and CPython's own test suites
-    (tests/test_cpython_suites.py), one row per boot or run."""
+    """Measurements worth reading after a run: the real-kernel boots (tests/kernel), CPython's own test suites
+    (tests/test_cpython_suites.py) and the routes to randomness (tests/test_routes.py), one row per boot, run or
+    route."""
     suites = _properties(terminalreporter, "cpython_suite")
     if suites:
         header = ("python", "condition", "tests run", "failures", "errors", "skipped", "modules")
@@ -302,6 +397,16 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
             for r in sorted(suites, key=lambda r: (_version_key(r["python"]), r["modules"], r["condition"]))
         ]
         _table(terminalreporter, "CPython's own tests with urandom-shim active", lines)
+    routes = _properties(terminalreporter, "route_result")
+    policies = ("native", "pep524", "pep522", "legacy")
+    for python, kernel in sorted({(r["python"], r["kernel"]) for r in routes}):
+        cells: dict[str, dict[str, str]] = {}
+        for r in routes:
+            if (r["python"], r["kernel"]) == (python, kernel):
+                cells.setdefault(r["route"], {})[r["policy"]] = r["got"] + (" (weak bytes)" if r["weak"] else "")
+        table = [("route", *policies)] + [(route, *(row.get(p, "-") for p in policies)) for route, row in cells.items()]
+        title = f"Every route to randomness while the CRNG is unready: Python {python}, {kernel}"
+        _table(terminalreporter, title, table)
     rows = _properties(terminalreporter, "kernel_result")
     if not rows:
         return

@@ -1,16 +1,16 @@
-"""The real-kernel code path, with a stand-in kernel.
+"""The real-kernel code path, on the fake kernel.
 
 Simulation (``URANDOM_SHIM_SIMULATE``) leaves the real kernel ready, so it never exercises the code that waits for an
 actual kernel: the blocking ``getrandom(0)`` in the shared helper thread, lock timeouts, Ctrl-C on a lock, the reset
-after fork, and the ENOSYS/EPERM "unknown" state. Here a ``.pth`` that sorts before ours replaces ``os.getrandom``
-with a stand-in that behaves like an unready kernel while a file exists:
+after fork, and the ENOSYS/EPERM "unknown" state. Here the fake kernel (``tests/fakekernel.c``, preloaded) makes the
+C library's ``getrandom()`` behave like an unready kernel while a file exists:
 
-- ``GRND_NONBLOCK`` raises ``BlockingIOError`` (EAGAIN);
-- ``GRND_INSECURE`` returns bytes at once;
-- flags 0 blocks until the file is deleted *holding the GIL*, as the real ``os.getrandom`` does (it never releases
-  the GIL), so a wait built on it freezes every other thread: found on a real kernel, see ``tests/kernel``;
-- ``os.urandom`` (``posix.urandom``) blocks until the file is deleted and releases the GIL, as the real one does;
-- or, with ``errno:N``, every call fails with that errno (ENOSYS: an old kernel; EPERM: a seccomp filter).
+- ``GRND_NONBLOCK`` fails with EAGAIN;
+- ``GRND_INSECURE`` returns bytes at once (they spell ``WEAK-RNG``);
+- flags 0 blocks until the file is deleted. The interpreter's own code does the rest exactly as on a real kernel:
+  ``os.urandom`` (``posix.urandom``) releases the GIL while it blocks, and ``os.getrandom`` does not, so a wait built
+  on ``os.getrandom`` freezes every other thread (found on a real kernel, see ``tests/kernel``);
+- or, with an errno, every call fails with it (ENOSYS: an old kernel; EPERM: a seccomp filter).
 """
 
 from __future__ import annotations
@@ -19,62 +19,38 @@ import errno
 import json
 import time
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pytest
-from conftest import Venv, assert_sigint_interrupts_promptly, spawn
-
-FAKE = """\
-import ctypes, os, posix, time
-spec = os.environ['URANDOM_SHIM_TEST_FAKE_KERNEL']
-real = os.getrandom
-real_urandom = posix.urandom
-usleep = ctypes.PyDLL(None).usleep  # a PyDLL call keeps the GIL, like the real os.getrandom
-def getrandom(size, flags=0, spec=spec, real=real, os=os, usleep=usleep):
-    if spec.startswith('errno:'):
-        raise OSError(int(spec[6:]), os.strerror(int(spec[6:])))
-    if os.path.exists(spec):
-        if flags & os.GRND_NONBLOCK:
-            raise BlockingIOError(11, 'Resource temporarily unavailable')
-        if not flags & 4:
-            while os.path.exists(spec):
-                usleep(3000000)  # 3 s at a time: longer than any timeout below
-    return real(size, flags)
-def urandom(size, spec=spec, real=real_urandom, os=os, time=time):
-    if spec.startswith('errno:'):
-        return real(size)  # the interpreter falls back to /dev/urandom
-    while os.path.exists(spec):
-        time.sleep(0.005)
-    return real(size)
-os.getrandom = getrandom
-os.urandom = posix.urandom = urandom
-"""
+from conftest import FakeKernel, Venv, assert_sigint_interrupts_promptly, spawn
 
 
 @pytest.fixture
-def kernel(shim: Venv, tmp_path: Path) -> Iterator[tuple[Venv, Path]]:
-    """The shim venv with the stand-in kernel installed, and the file whose existence means "unready"."""
-    (shim.site_packages / "aaa_test_fake_kernel.py").write_text(FAKE)
-    (shim.site_packages / "aaa_test_fake_kernel.pth").write_text(
-        "import os; exec('import aaa_test_fake_kernel') if os.environ.get('URANDOM_SHIM_TEST_FAKE_KERNEL') else None\n"
-    )
+def kernel(shim: Venv, fake_kernel: FakeKernel, tmp_path: Path) -> Iterator[tuple[Venv, Path]]:
+    """The shim venv, and the file whose existence means "unready" to the fake kernel."""
     trigger = tmp_path / "kernel-unready"
     trigger.touch()
     yield shim, trigger
     trigger.unlink(missing_ok=True)
 
 
-def env_for(trigger: Path, policy: str, **extra: str) -> dict[str, str]:
-    return {"URANDOM_SHIM_TEST_FAKE_KERNEL": str(trigger), "URANDOM_POLICY": policy, **extra}
+@pytest.fixture
+def env_for(fake_kernel: FakeKernel) -> Callable[..., dict[str, str]]:
+    def make(trigger: Path, policy: str, **extra: str) -> dict[str, str]:
+        return {**fake_kernel.env(trigger), "URANDOM_POLICY": policy, **extra}
+
+    return make
 
 
-def test_pep524_blocks_in_the_kernel_until_it_is_ready(kernel: tuple[Venv, Path]) -> None:
+def test_pep524_blocks_in_the_kernel_until_it_is_ready(
+    kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]]
+) -> None:
     venv, trigger = kernel
     code = (
         "import os, time, urandom_shim\n"
         "print(urandom_shim.system_rng_state(), flush=True)\n"
         "os.urandom(16)\nprint(time.monotonic(), flush=True)\n"
-        "import posix; print(os.urandom is posix.urandom)"
+        "import posix; print(os.urandom is posix.urandom and type(posix.urandom) is type(len))"
     )
     proc = spawn(venv, code, env_for(trigger, "pep524"))
     try:
@@ -94,7 +70,7 @@ def test_pep524_blocks_in_the_kernel_until_it_is_ready(kernel: tuple[Venv, Path]
 
 @pytest.mark.parametrize(("policy", "expected"), [("pep522", "BlockingIOError"), ("legacy", "16")])
 def test_pep522_raises_and_legacy_returns_at_once_on_an_unready_kernel(
-    kernel: tuple[Venv, Path], policy: str, expected: str
+    kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]], policy: str, expected: str
 ) -> None:
     venv, trigger = kernel
     code = (
@@ -110,7 +86,9 @@ def test_pep522_raises_and_legacy_returns_at_once_on_an_unready_kernel(
     assert second == "still unready", "the shim must not have waited for the kernel"
 
 
-def test_timeout_on_a_kernel_wait_raises_after_the_timeout(kernel: tuple[Venv, Path]) -> None:
+def test_timeout_on_a_kernel_wait_raises_after_the_timeout(
+    kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]]
+) -> None:
     venv, trigger = kernel
     code = (
         "import os, time\nt = time.monotonic()\n"
@@ -122,12 +100,16 @@ def test_timeout_on_a_kernel_wait_raises_after_the_timeout(kernel: tuple[Venv, P
     assert message == "system random number generator is not ready"
 
 
-def test_sigint_interrupts_a_kernel_wait_promptly(kernel: tuple[Venv, Path]) -> None:
+def test_sigint_interrupts_a_kernel_wait_promptly(
+    kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]]
+) -> None:
     venv, trigger = kernel
     assert_sigint_interrupts_promptly(venv, env_for(trigger, "pep524"))
 
 
-def test_many_threads_and_a_forked_child_all_wait_for_the_kernel(kernel: tuple[Venv, Path]) -> None:
+def test_many_threads_and_a_forked_child_all_wait_for_the_kernel(
+    kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]]
+) -> None:
     venv, trigger = kernel
     code = (
         "import os, threading, time, json\n"
@@ -164,12 +146,41 @@ def test_many_threads_and_a_forked_child_all_wait_for_the_kernel(kernel: tuple[V
 
 
 @pytest.mark.parametrize("code", [errno.ENOSYS, errno.EPERM])
-def test_getrandom_missing_or_denied_counts_as_ready_and_unknown(kernel: tuple[Venv, Path], code: int) -> None:
-    venv, _trigger = kernel
-    env = {"URANDOM_SHIM_TEST_FAKE_KERNEL": f"errno:{code}", "URANDOM_POLICY": "pep522"}
+def test_getrandom_missing_or_denied_counts_as_ready_and_unknown(
+    shim: Venv, fake_kernel: FakeKernel, code: int
+) -> None:
+    env = {**fake_kernel.env(errno=code), "URANDOM_POLICY": "pep522"}
     check = (
         "import os, posix, urandom_shim\n"
-        "print(urandom_shim.system_rng_state(), urandom_shim.is_system_rng_ready(), os.urandom is posix.urandom)"
+        "print(urandom_shim.system_rng_state(), urandom_shim.is_system_rng_ready(), type(os.urandom) is type(len),\n"
+        "      len(os.urandom(16)))"
     )
-    result = venv.run("-c", check, env=env)
-    assert result.stdout == "unknown True True\n", result.stderr
+    result = shim.run("-c", check, env=env)
+    assert result.stdout == "unknown True True 16\n", result.stderr
+
+
+def test_the_fake_kernel_holds_the_gil_in_os_getrandom_as_the_real_one_does(
+    kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]]
+) -> None:
+    """What the real-kernel bug was made of, and why the helper thread calls posix.urandom: on this kernel, too,
+    a thread blocked in os.getrandom(1, 0) stops every other thread, and one blocked in os.urandom does not."""
+    venv, trigger = kernel
+    code = (
+        "import os, sys, threading, time\n"
+        "call = os.getrandom if sys.argv[1] == 'getrandom' else os.urandom\n"
+        "threading.Thread(target=call, args=(1,) if call is os.urandom else (1, 0), daemon=True).start()\n"
+        "time.sleep(0.2)\n"
+        "print('other thread ran', time.monotonic(), flush=True)\n"
+    )
+    for call in ("getrandom", "urandom"):
+        trigger.touch()
+        proc = spawn(venv, code, env_for(trigger, "native"), args=(call,))
+        time.sleep(1.0)
+        removed = time.monotonic()
+        trigger.unlink()
+        out, err = proc.communicate(timeout=20)
+        ran_at = float(out.split()[-1])
+        if call == "getrandom":
+            assert ran_at >= removed, f"the main thread ran while os.getrandom blocked: {out} {err}"
+        else:
+            assert ran_at < removed, f"os.urandom held the GIL: {out} {err}"

@@ -1,0 +1,91 @@
+/* A fake kernel CRNG at the C library boundary, for tests: LD_PRELOAD=fakekernel.so.
+ *
+ * Simulation (URANDOM_SHIM_SIMULATE) only makes the shim *believe* the CRNG is unready; the interpreter's own code
+ * and the kernel are untouched. This library makes getrandom() itself behave like an unready kernel, so the real
+ * code paths run: CPython's own os.urandom and os.getrandom (with the GIL held or released exactly as they really
+ * do), the shim's helper thread, GRND_INSECURE, and OpenSSL's seeding.
+ *
+ * It replaces getrandom(), getentropy() and syscall(SYS_getrandom, ...): CPython calls getrandom() or the system
+ * call depending on how it was built (os.getrandom always uses the system call), and OpenSSL uses getentropy().
+ *
+ *   FAKE_KERNEL_UNREADY=PATH  while PATH exists the CRNG is "not initialised":
+ *                             - GRND_NONBLOCK fails with EAGAIN;
+ *                             - GRND_INSECURE returns bytes that spell "WEAK-RNG" over and over, so weak bytes are
+ *                               visible in any output;
+ *                             - flags 0 (and GRND_RANDOM) blocks until PATH is deleted, then returns real bytes.
+ *   FAKE_KERNEL_ERRNO=N       every getrandom() fails with errno N: 38 (ENOSYS) is a kernel before 3.17, 1 (EPERM)
+ *                             a seccomp filter that denies it.
+ * Without either, or once PATH is gone, every call goes to the real kernel.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FAKE_GRND_NONBLOCK 0x0001
+#define FAKE_GRND_INSECURE 0x0004
+
+static const char MARK[] = "WEAK-RNG";
+
+typedef long (*syscall_fn)(long, ...);
+
+static syscall_fn real_syscall(void) {
+    static syscall_fn fn = NULL;
+    if (fn == NULL) fn = (syscall_fn)dlsym(RTLD_NEXT, "syscall");
+    return fn;
+}
+
+static int unready(void) {
+    const char *path = getenv("FAKE_KERNEL_UNREADY");
+    struct stat st;
+    return path != NULL && *path != '\0' && stat(path, &st) == 0;
+}
+
+static long fake_getrandom(void *buf, size_t size, unsigned int flags) {
+    const char *fail = getenv("FAKE_KERNEL_ERRNO");
+    if (fail != NULL && *fail != '\0') {
+        errno = atoi(fail);
+        return -1;
+    }
+    if (unready()) {
+        if (flags & FAKE_GRND_INSECURE) {
+            for (size_t i = 0; i < size; i++) ((char *)buf)[i] = MARK[i % 8];
+            return (long)size;
+        }
+        if (flags & FAKE_GRND_NONBLOCK) {
+            errno = EAGAIN;
+            return -1;
+        }
+        while (unready()) {  /* "in the kernel": no Python code runs in this thread meanwhile */
+            struct timespec pause = {0, 5 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return real_syscall()(SYS_getrandom, buf, size, flags);
+}
+
+ssize_t getrandom(void *buf, size_t size, unsigned int flags) { return fake_getrandom(buf, size, flags); }
+
+int getentropy(void *buf, size_t size) {
+    if (size > 256) {
+        errno = EIO;
+        return -1;
+    }
+    return fake_getrandom(buf, size, 0) == (long)size ? 0 : -1;
+}
+
+long syscall(long number, ...) {
+    va_list args;
+    long arg[6];
+    va_start(args, number);
+    for (int i = 0; i < 6; i++) arg[i] = va_arg(args, long);
+    va_end(args);
+    if (number == SYS_getrandom) return fake_getrandom((void *)arg[0], (size_t)arg[1], (unsigned int)arg[2]);
+    return real_syscall()(number, arg[0], arg[1], arg[2], arg[3], arg[4], arg[5]);
+}
