@@ -5,8 +5,9 @@
 # budget is 2%. (Compiling code in the .pth line itself costs more than importing a module.) Comments are free,
 # docstrings are not: they are loaded with the module.
 #
-# Ready path, on nearly every start: the kill switch, one non-blocking getrandom() probe, and this module on
-# sys.meta_path so that importing `secrets` adds `secrets.wait_for_system_rng`. Nothing else is imported and no
+# Ready path, on nearly every start: the kill switch, one non-blocking getrandom() probe, a look at the URANDOM_*
+# variables (a typo must show the day it is made, not at the next early boot), and this module on sys.meta_path so
+# that importing `secrets` adds `secrets.wait_for_system_rng`. Nothing else is imported, no file is read and no
 # function is replaced. Unready path: urandom_shim.boot() reads the configuration and installs the policy.
 #
 # It never raises. sys._urandom_shim_boot records how the shim started, and makes a second run a no-op: a venv
@@ -17,7 +18,9 @@ import sys
 
 
 def boot(how: str = "start") -> None:
-    if hasattr(sys, "_urandom_shim_boot") or os.environ.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
+    # Nearly every environment has none of our variables: one C-level check says so, and skips every lookup.
+    ours = type(_RAW) is not dict or not _RAW.keys().isdisjoint(_OURS)
+    if hasattr(sys, "_urandom_shim_boot") or (ours and _variable(b"URANDOM_SHIM_DISABLE") not in (None, "", "0")):
         return
     sys._urandom_shim_boot = how  # type: ignore[attr-defined]
     # Where configuration would be looked for, as it is now: sys.argv[0] is '-m' while .pth files run and becomes a
@@ -31,13 +34,15 @@ def boot(how: str = "start") -> None:
     sys._urandom_shim_invocation = (argv, cwd)  # type: ignore[attr-defined]
     ready: object
     try:
-        ready = "URANDOM_SHIM_SIMULATE" not in os.environ and os.getrandom(1, os.GRND_NONBLOCK)
+        ready = (not ours or _variable(b"URANDOM_SHIM_SIMULATE") is None) and os.getrandom(1, os.GRND_NONBLOCK)
     except BlockingIOError:
         ready = False
     except Exception:  # noqa: BLE001  # no getrandom (not Linux), or denied (ENOSYS, EPERM): counts as ready
         ready = True
     if ready:
         sys.meta_path.insert(0, sys.modules[__name__])
+        if ours and not sys.flags.ignore_environment:
+            _check_variables()
         return
     try:
         import urandom_shim
@@ -49,6 +54,63 @@ def boot(how: str = "start") -> None:
                 f"urandom-shim: not active in this interpreter: cannot import urandom_shim ({type(exc).__name__}: "
                 f"{exc}); reinstall urandom-shim, or set URANDOM_SHIM_DISABLE=1\n"
             )
+
+
+# os.environ's own mapping of bytes on POSIX: a lookup there is one dict lookup, where os.environ.get() encodes the
+# name and raises and catches a KeyError for every variable that is not set (about 8,000 instructions each).
+_RAW = getattr(os.environ, "_data", None) if os.name == "posix" else None
+_OURS = (
+    b"URANDOM_SHIM_DISABLE",
+    b"URANDOM_SHIM_SIMULATE",
+    b"URANDOM_POLICY",
+    b"URANDOM_SHIM_ON_TIMEOUT",
+    b"URANDOM_SHIM_SEED_RANDOM_INSTANCES",
+    b"URANDOM_SHIM_TIMEOUT",
+    b"URANDOM_SHIM_WARN_AFTER",
+    b"URANDOM_SHIM_CONFIG",
+)
+
+
+def _variable(name: bytes) -> "str | None":
+    if type(_RAW) is dict:
+        value = _RAW.get(name)
+        return None if value is None else os.fsdecode(value)
+    return os.environ.get(name.decode())
+
+
+def _check_variables() -> None:
+    # The values the variables may take. Only a value outside these loads the package, whose parsers
+    # (urandom_shim._config) are the authority and word the message; tests/test_guarantees.py keeps the two in step.
+    valid = True
+    for name, choices in (
+        (b"URANDOM_POLICY", ("native", "pep524", "pep522", "legacy")),
+        (b"URANDOM_SHIM_ON_TIMEOUT", ("raise", "fallback")),
+        (b"URANDOM_SHIM_SEED_RANDOM_INSTANCES", ("nonblocking", "policy")),
+        (b"URANDOM_SHIM_TIMEOUT", None),  # seconds
+        (b"URANDOM_SHIM_WARN_AFTER", None),
+    ):
+        value = _variable(name)
+        if value is None or value in (choices or ("none",)):
+            continue
+        try:
+            valid = choices is None and 0 <= float(value) < float("inf")  # false for nan too
+        except ValueError:
+            valid = False
+        if not valid:
+            break
+    named = _variable(b"URANDOM_SHIM_CONFIG")
+    if valid and named:  # must be a regular file: one stat, never a read
+        try:
+            valid = os.stat(named).st_mode & 0o170000 == 0o100000
+        except (OSError, ValueError):
+            valid = False
+    if not valid:
+        try:
+            import urandom_shim
+
+            urandom_shim.report_environment()
+        except Exception:  # noqa: BLE001 - never break an interpreter over a message
+            pass
 
 
 def find_spec(name: str, path: object = None, target: object = None) -> object:

@@ -17,7 +17,7 @@ from conftest import Venv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from urandom_shim import _config, _sources
+from urandom_shim import _config, _glob, _sources
 
 UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
 SHOW = "import urandom_shim; s = urandom_shim.current_settings(); print(s.policy.value.name, '|', s.policy.source)"
@@ -456,12 +456,18 @@ def test_configuration_read_later_still_sees_how_the_interpreter_started(shim: V
 def test_a_deleted_current_directory_never_breaks_start_up(shim: Venv, tmp_path: Path) -> None:
     gone = tmp_path / "gone"
     gone.mkdir()
-    code = "import os, subprocess, sys\nos.rmdir(os.getcwd())\nfor extra in ({}, {'URANDOM_SHIM_SIMULATE': 'unready-forever'}):\n    r = subprocess.run([sys.executable, '-c', 'print(1)'], capture_output=True, text=True, env=dict(os.environ, **extra))\n    print(r.returncode, repr(r.stdout), repr(r.stderr))"
+    code = "import os, subprocess, sys\nos.rmdir(os.getcwd())\nfor extra in ({}, {'URANDOM_SHIM_SIMULATE': 'unready-forever'}, {'URANDOM_SHIM_SIMULATE': 'unready-until-file:relative'}):\n    r = subprocess.run([sys.executable, '-c', 'print(1)'], capture_output=True, text=True, env=dict(os.environ, **extra))\n    print(r.returncode, repr(r.stdout), repr(r.stderr))"
     result = shim.run("-c", code, cwd=gone)
-    ready, unready = result.stdout.splitlines()
+    ready, unready, relative = result.stdout.splitlines()
     assert ready == "0 '1\\n' ''", result.stderr
     assert unready.startswith("0 '1\\n' 'urandom-shim: the current directory no longer exists; ignoring project")
     assert unready.count("urandom-shim:") == 1
+    # A simulation relative to the deleted directory has a message of its own, not "activation failed".
+    assert relative == (
+        "0 '1\\n' \"urandom-shim: environment variable URANDOM_SHIM_SIMULATE='unready-until-file:relative' names a "
+        "relative path, and the current directory no longer exists, so the file can't be found; ignoring it, so this "
+        'process sees the real kernel. Give the file as an absolute path.\\n"'
+    ), relative
 
 
 def test_a_pyproject_that_is_a_symlink_loop_is_reported_and_does_not_fall_through_to_the_parent(tmp_path: Path) -> None:
@@ -510,11 +516,83 @@ def test_the_dash_m_module_is_found_among_any_interpreter_options(
     assert _sources.invocation(["-m"]).program == module
 
 
-def test_a_pyproject_that_merely_depends_on_us_is_not_parsed() -> None:
-    assert not _sources.mentions_our_table(b'[project]\nname = "app"\ndependencies = ["urandom-shim>=1"]\n')
-    assert _sources.mentions_our_table(b'[tool.urandom-shim]\npolicy = "pep524"\n')
-    assert _sources.mentions_our_table(b'[tool."urandom-shim"]\npolicy = "pep524"\n')
-    assert _sources.mentions_our_table(b'[tool]\nurandom-shim = { policy = "pep524" }\n')
+def test_a_pyproject_without_our_name_is_not_parsed_and_every_spelling_of_the_table_is() -> None:
+    assert not _sources.mentions_our_table(b'[project]\nname = "app"\n[tool.black]\nline-length = 80\n')
+    for spelling in TABLE_SPELLINGS:
+        assert _sources.mentions_our_table(spelling.encode()), spelling
+
+
+#: Every way TOML can spell the table: each must be read, on the unready path, as [tool.urandom-shim].
+TABLE_SPELLINGS = [
+    '[tool.urandom-shim]\npolicy = "pep522"\n',
+    '[tool . urandom-shim]\npolicy = "pep522"\n',
+    '[ tool."urandom-shim" ]\npolicy = "pep522"\n',
+    "[tool.'urandom-shim']\npolicy = 'pep522'\n",
+    '[tool]\n  urandom-shim.policy = "pep522"\n',
+    '[tool]\nurandom-shim = { policy = "pep522" }\n',
+    'tool = { urandom-shim = { policy = "pep522" } }\n',
+    'tool.urandom-shim.policy = "pep522"\n',
+    '[tool."urandom\\u002dshim"]\npolicy = "pep522"\n',  # a key spelt with an escape
+    '[project]\nname = "app"\ndependencies = ["urandom-shim"]\n[tool.urandom-shim]\npolicy = "pep522"\n',
+]
+
+
+@pytest.mark.parametrize("spelling", TABLE_SPELLINGS)
+def test_every_toml_spelling_of_the_table_is_read(tmp_path: Path, spelling: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(spelling)
+    (tmp_path / "app.py").touch()
+    found, problems = _config.resolve({}, flags=object(), argv=[str(tmp_path / "app.py")],
+                                      environment_file="/nonexistent", machine_file="/nonexistent")  # fmt: skip
+    assert (found.policy.value.name, problems) == ("pep522", []), spelling
+    assert found.policy.source == f"{tmp_path}/pyproject.toml [tool.urandom-shim]"
+
+
+def test_a_pyproject_that_only_depends_on_us_is_parsed_and_found_not_ours(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "app"\ndependencies = ["urandom-shim>=1"]\n')
+    assert _sources.read_pyproject(str(tmp_path / "pyproject.toml")) is None
+
+
+@pytest.mark.parametrize(
+    ("pattern", "name"),
+    [("cron-helper*", "cron-helper.py"), ("*.py", "a.py"), ("pkg.tool", "pkg.tool"), ("p?g", "pkg"), ("[a-c]x", "bx"),
+     ("[!a-c]x", "dx"), ("[]]", "]"), ("[!]]x", "ax"), ("[", "["), ("a[", "a["), ("*a*b*", "xaxbx"), ("*", ""),
+     ("**", "abc"), ("a*", "a"), ("*a", "ba"), ("a*b*c", "abbc"), ("[a-]", "-"), ("[z-a]", "q"), ("\\", "\\")],
+)  # fmt: skip
+def test_program_globs_match_as_fnmatch_does(pattern: str, name: str) -> None:
+    import fnmatch
+    import sys
+
+    if pattern == "[z-a]" and sys.version_info < (3, 9):
+        assert not _glob.matches(pattern, name)  # 3.8's fnmatch raises re.error; 3.9+ matches nothing
+        return
+    assert _glob.matches(pattern, name) == fnmatch.fnmatchcase(name, pattern)
+    assert not _glob.matches(pattern, name + "\x00") or pattern.endswith("*")
+
+
+@settings(max_examples=300, deadline=None)
+@given(pattern=st.text("ab*?[]!-", max_size=10), name=st.text("ab]!-", max_size=12))
+def test_program_globs_agree_with_fnmatch_on_any_pattern(pattern: str, name: str) -> None:
+    import fnmatch
+    import sys
+
+    if sys.version_info < (3, 9) and "[" in pattern:
+        return  # Python 3.8's fnmatch raises re.error on some classes (such as "[b-a]"); 3.9 and later define them
+    assert _glob.matches(pattern, name) == fnmatch.fnmatchcase(name, pattern), (pattern, name)
+
+
+def test_a_pathological_glob_is_matched_without_backtracking(tmp_path: Path) -> None:
+    import time
+
+    pattern, name = "*a*a*a*a*a*a*a*a*a*ab", "a" * 250  # 20 s with Python 3.8's fnmatch
+    start = time.perf_counter()
+    assert not _glob.matches(pattern, name)
+    assert _glob.matches("*?a?a?a?a?a?a?a?a*b", "a" * 240 + "b")
+    took = time.perf_counter() - start
+    assert took < 1.0, f"{took:.2f} s"  # about 1 ms here: the margin is for a loaded machine, the bug took 20 s
+    (tmp_path / "machine.toml").write_text(f'[[program]]\nmatch = "{"?" * 257}"\npolicy = "legacy"\n')
+    found, problems = _config.resolve({}, flags=object(), argv=[str(tmp_path / "x.py")],
+                                      environment_file="/nonexistent", machine_file=str(tmp_path / "machine.toml"))  # fmt: skip
+    assert "expected a glob of at most 256 characters" in problems[-1] and found.policy.value.name == "native"
 
 
 def test_runtime_activate_cannot_go_below_the_floor_either(

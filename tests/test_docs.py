@@ -458,6 +458,8 @@ NOT_MESSAGES = (
     "{} (allow_weak = ",  # check: the floor's label
     "a finite number of seconds >= 0, or 'none'",  # part of the value messages
     "{}: a floor, no source may choose weak bytes",  # check: a source's note
+    "only its floor counts, because",  # check: a source's note
+    "an interpreter prints these when it starts while",  # check: the problems' heading
     "{} = {} is not valid (see problems)",  # check: a source's note
     "it is only honoured in the environment's and the machine's files",
     "[[program]] #",  # check: which rule matched

@@ -1,7 +1,8 @@
 """Properties, checked with Hypothesis.
 
 - Under pep524 and pep522, no call returns bytes while the (simulated) CRNG is unready; once it is ready, they all do.
-  This runs in-process through the runtime API, which is the same engine start-up installs.
+  This runs in-process through the runtime API, which is the same engine start-up installs; and again in fresh
+  interpreters on the fake kernel (``tests/fakekernel.c``), policy from the environment, where weak bytes show.
 - Start-up never breaks, whatever the environment variables hold (real subprocesses).
 """
 
@@ -40,7 +41,7 @@ def restore_everything() -> Iterator[None]:
     os.environ.update(saved_env)
     assert (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes) == originals
     assert {name: getattr(secrets, name) for name in saved_secrets} == saved_secrets
-    assert os.urandom is posix.urandom
+    assert os.urandom is posix.urandom and type(posix.urandom) is type(len)
 
 
 def engage(policy: str, trigger: Path) -> None:
@@ -121,6 +122,82 @@ def test_random_seeding_never_blocks_or_raises_under_any_policy(
         assert 0 <= generator.random() < 1
     finally:
         urandom_shim.deactivate()
+
+
+# -- the same property on the fake kernel, in a real interpreter -------------------------------------------------
+
+SEQUENCE = """\
+import json, os, sys, random, secrets, urllib.request, uuid
+from os import urandom as aliased  # an alias taken while the shim is engaged
+steps, ready_at, flag = json.loads(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
+def operations(size, k):
+    return [
+        ("os.urandom", lambda: os.urandom(size)),
+        ("alias", lambda: aliased(size)),
+        ("SystemRandom.random", lambda: random.SystemRandom().random()),
+        ("SystemRandom.getrandbits", lambda: random.SystemRandom().getrandbits(k)),
+        ("secrets.token_bytes", lambda: secrets.token_bytes(size)),
+        ("secrets.token_hex", lambda: secrets.token_hex(size)),
+        ("secrets.token_urlsafe", lambda: secrets.token_urlsafe(size)),
+        ("secrets.choice", lambda: secrets.choice("abc")),
+        ("secrets.randbelow", lambda: secrets.randbelow(k + 1)),
+        ("secrets.randbits", lambda: secrets.randbits(k)),
+        ("uuid.uuid4", lambda: uuid.uuid4()),
+        ("urllib.request._randombytes", lambda: urllib.request._randombytes(size)),
+    ]
+report = []
+for index, (op, size, k) in enumerate(steps):
+    if index == ready_at:
+        os.unlink(flag)
+    unready = os.path.exists(flag)
+    name, call = operations(size, k)[op]
+    try:
+        result = call()
+    except BlockingIOError as exc:
+        report.append([name, unready, "raised", str(exc)[:43]])
+    except (ValueError, TypeError, OverflowError) as exc:
+        report.append([name, unready, "invalid", type(exc).__name__])
+    else:
+        report.append([name, unready, "returned", repr(result)])
+print(json.dumps(report))
+"""
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    policy=st.sampled_from(["pep524", "pep522"]),
+    steps=st.lists(st.tuples(st.integers(0, 11), st.integers(-2, 70), st.integers(0, 200)), min_size=1, max_size=25),
+    ready_at=st.integers(0, 25),
+)
+def test_no_call_returns_bytes_while_the_fake_kernel_is_unready(
+    first_shim: Venv,
+    fake_kernel: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+    policy: str,
+    steps: list[tuple[int, int, int]],
+    ready_at: int,
+) -> None:
+    """The property above, in a fresh interpreter on the fake kernel: the interpreter's own getrandom() calls see the
+    unready CRNG, and a weak byte (GRND_INSECURE's "WEAK-RNG") would show in any output."""
+    import json
+
+    flag = tmp_path_factory.mktemp("kernel") / "unready"
+    flag.touch()
+    env = {
+        **fake_kernel.env(flag),
+        "URANDOM_POLICY": policy,
+        "URANDOM_SHIM_TIMEOUT": "0",
+        "URANDOM_SHIM_ON_TIMEOUT": "raise",
+        "URANDOM_SHIM_WARN_AFTER": "none",
+    }
+    result = first_shim.run("-c", SEQUENCE, json.dumps(steps), str(ready_at), str(flag), env=env)
+    assert result.returncode == 0, result.stderr
+    for name, unready, outcome, detail in json.loads(result.stdout):
+        assert "WEAK" not in detail and "5745414b" not in detail and "V0VBSy" not in detail, (name, detail)
+        if outcome == "raised":
+            assert unready and detail == "system random number generator is not ready", (name, unready, detail)
+        elif outcome == "returned" and unready:
+            assert detail in ("b''", "''", "0"), f"{name} returned {detail} while the fake kernel was unready"
 
 
 # -- start-up never breaks ----------------------------------------------------------------------------------------

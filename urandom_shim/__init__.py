@@ -8,6 +8,7 @@ PYTEST_DONT_REWRITE: pytest marks a plugin's whole distribution for assertion re
 imported this package and ``_urandom_shim_boot`` already; this marker keeps it from warning about them.
 """
 
+import _thread
 import os
 import sys
 
@@ -65,11 +66,22 @@ def boot(how: str = "pth") -> None:
 
 def ready_hook_find_spec(stub: object, name: str, path: "Sequence[str] | None", target: object) -> "ModuleSpec | None":
     """Called by ``_urandom_shim_boot`` (a meta path finder on the ready path) when ``secrets`` is imported: swap it
-    for the real post-import hook, which adds ``secrets.wait_for_system_rng``."""
+    for the real post-import hook, which adds ``secrets.wait_for_system_rng`` to this and every later ``secrets``
+    (a reload, or an import after ``del sys.modules['secrets']``)."""
     while stub in sys.meta_path:
         sys.meta_path.remove(stub)
     add_wait_for_system_rng()
     return _hook.find_spec(name, path, target)  # type: ignore[arg-type]
+
+
+def report_environment() -> None:
+    """Called by ``_urandom_shim_boot`` on the ready path when a ``URANDOM_*`` variable looks wrong: one line per
+    problem, the same lines (without what applies instead) as on the unready path and in ``urandom-shim check``."""
+    from ._config import environment_problems
+    from ._messages import bounded, emit
+
+    for problem in bounded(environment_problems()):
+        emit(problem)
 
 
 def report_failure(exc: BaseException) -> None:
@@ -106,7 +118,8 @@ def _add_to_secrets(module: "ModuleType") -> None:
 
 
 def add_wait_for_system_rng() -> None:
-    after_import("secrets", _add_to_secrets)
+    """``secrets.wait_for_system_rng`` in ``secrets`` now if it is loaded, and in every ``secrets`` loaded later."""
+    watch("secrets", _add_to_secrets)
 
 
 # -- post-import hooks ----------------------------------------------------------------------------------------------
@@ -139,13 +152,18 @@ class _ChainedLoader:
 
 
 class _PostImportHook:
-    """A meta path finder that runs callbacks right after a watched module is executed.
+    """A meta path finder that runs callbacks right after a watched module is executed: on its first import, on a
+    re-import after ``del sys.modules[name]``, and on ``importlib.reload()``, which asks the meta path too.
 
-    It answers None for every other name (one dict lookup per import), and removes itself once nothing is watched.
+    Why not ``wrapt.importer``: importing wrapt costs 25 to 130 ms, more than an interpreter's whole start-up; and
+    wrapt's hooks can't be unregistered, while the engine must take every hook out again when the CRNG becomes
+    ready. This one answers None for every other name (one dict lookup per import), and removes itself from
+    ``sys.meta_path`` once nothing is watched. A lock keeps threads that import and (un)register at once consistent.
     """
 
     def __init__(self) -> None:
-        self.callbacks: dict[str, list[Callable[[ModuleType], None]]] = {}
+        self.callbacks: dict[str, list[tuple[Callable[[ModuleType], None], bool]]] = {}  # name -> (callback, again)
+        self.lock = _thread.RLock()
 
     def find_spec(
         self, name: str, path: "Sequence[str] | None", target: "ModuleType | None" = None, /
@@ -168,17 +186,39 @@ class _PostImportHook:
         return spec  # type: ignore[no-any-return]
 
     def fire(self, name: str, module: "ModuleType") -> None:
-        for callback in self.callbacks.pop(name, ()):
+        with self.lock:
+            entries = self.callbacks.get(name, [])
+            again = [entry for entry in entries if entry[1]]
+            if again:
+                self.callbacks[name] = again
+            else:
+                self.callbacks.pop(name, None)
+            if not self.callbacks:
+                self.uninstall()
+        for callback, _again in entries:
             try:
                 callback(module)
             except Exception as exc:  # noqa: BLE001
                 report_failure(exc)
-        if not self.callbacks:
-            self.uninstall()
 
-    def install(self) -> None:
-        if self not in sys.meta_path:
-            sys.meta_path.insert(0, self)
+    def add(self, name: str, callback: "Callable[[ModuleType], None]", again: bool) -> None:
+        with self.lock:
+            entries = self.callbacks.setdefault(name, [])
+            if all(entry[0] is not callback for entry in entries):
+                entries.append((callback, again))
+            if self not in sys.meta_path:
+                sys.meta_path.insert(0, self)
+
+    def cancel(self, callback: "Callable[[ModuleType], None]") -> None:
+        with self.lock:
+            for name in list(self.callbacks):
+                remaining = [entry for entry in self.callbacks[name] if entry[0] is not callback]
+                if remaining:
+                    self.callbacks[name] = remaining
+                else:
+                    del self.callbacks[name]
+            if not self.callbacks:
+                self.uninstall()
 
     def uninstall(self) -> None:
         while self in sys.meta_path:
@@ -188,26 +228,18 @@ class _PostImportHook:
 _hook = _PostImportHook()
 
 
-def after_import(name: str, callback: "Callable[[ModuleType], None]") -> None:
-    """Call ``callback(module)`` once ``name`` is imported: now if it already is, else right after its import."""
+def watch(name: str, callback: "Callable[[ModuleType], None]") -> None:
+    """Call ``callback(module)`` now if ``name`` is imported, and again after every later import or reload of it,
+    until :func:`unwatch`."""
     module = sys.modules.get(name)
+    _hook.add(name, callback, again=True)
     if module is not None:
         callback(module)
-        return
-    _hook.callbacks.setdefault(name, []).append(callback)
-    _hook.install()
 
 
-def cancel_after_import(callback: "Callable[[ModuleType], None]") -> None:
+def unwatch(callback: "Callable[[ModuleType], None]") -> None:
     """Forget ``callback`` wherever it was registered."""
-    for name in list(_hook.callbacks):
-        remaining = [c for c in _hook.callbacks[name] if c is not callback]
-        if remaining:
-            _hook.callbacks[name] = remaining
-        else:
-            del _hook.callbacks[name]
-    if not _hook.callbacks:
-        _hook.uninstall()
+    _hook.cancel(callback)
 
 
 # -- the public API, loaded on first use -------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from _thread import _local
 import urandom_shim as _startup
 
 from . import _config, _patching, _readiness, _simulation
-from ._messages import emit
+from ._messages import bounded, emit
 from ._policies import (
     BEST_EFFORT,
     NATIVE,
@@ -49,6 +49,7 @@ class Engine:
         self._local = _local()
         self._warned: set[str] = set()
         self._callbacks: list[Callable[[ModuleType], None]] = []
+        self.os_urandom: Callable[..., bytes] = _patching.NATIVE_URANDOM
 
     # -- install and undo ----------------------------------------------------------------------------------------
 
@@ -56,49 +57,52 @@ class Engine:
         """Install the policy, unless the CRNG is already ready (then nothing needs changing).
 
         ``random._inst`` was seeded from time and pid if ``random`` was imported while the CRNG was unready; it is
-        reseeded from the kernel when ``random`` is imported after this, and, with ``reseed_loaded_random``, when it
-        was imported before (at start-up, by another ``.pth``). :func:`activate` at runtime passes False so that a
-        program's own ``random.seed(42)`` is never overridden.
+        reseeded from the kernel when ``random`` is imported (or reloaded) after this, and, with
+        ``reseed_loaded_random``, when it was imported before (at start-up, by another ``.pth``).
+        :func:`activate` at runtime passes False so that a program's own ``random.seed(42)`` is never overridden.
+
+        Every patched module stays watched while the policy is installed: a reload, or an import after
+        ``del sys.modules[name]``, runs its code again, and the patch goes back on.
         """
         if self.engaged or self.settings.policy_value is NATIVE or _readiness.is_ready():
             return
-        import os
-
         self.engaged = True
         self.patcher = patcher = _patching.Patcher()
+        self.os_urandom = _patching.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom")
         _readiness.on_ready(self.disengage)  # first, so that a failure below still ends in a full restore
         try:
-            patcher.set(os, "urandom", _patching.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom"))
+            self._watch("posix", _patching.patch_os, reseed_loaded_random)
+            self._watch("os", _patching.patch_os, reseed_loaded_random)
             _patching.patch_all_loaded_aliases(self, patcher)
-            for name, patch in (
-                ("random", _patching.patch_random),
-                ("secrets", _patching.patch_secrets),
-                ("urllib.request", _patching.patch_aliases),
-            ):
-                already = name in sys.modules
-                callback = self._module_callback(patch, reseed=reseed_loaded_random or not already)
-                self._callbacks.append(callback)
-                _startup.after_import(name, callback)
+            _patching.patch_stray_references(self, patcher)
+            self._watch("random", _patching.patch_random, reseed_loaded_random)
+            self._watch("secrets", _patching.patch_secrets, reseed_loaded_random)
+            self._watch("urllib.request", _patching.patch_aliases, reseed_loaded_random)
         except BaseException:
             self.disengage()
             raise
 
-    def _module_callback(
-        self, patch: Callable[[Engine, _patching.Patcher, ModuleType], None], reseed: bool
-    ) -> Callable[..., None]:
+    def _watch(
+        self, name: str, patch: Callable[[Engine, _patching.Patcher, ModuleType], None], reseed_loaded: bool
+    ) -> None:
+        """Patch ``name`` now if it is loaded, and again whenever it is imported or reloaded while engaged."""
+        reseed = [reseed_loaded or name not in sys.modules]  # a later import or reload always reseeds
+
         def callback(module: ModuleType) -> None:
             if self.engaged:
                 patch(self, self.patcher, module)
-                if reseed and patch is _patching.patch_random:
+                if reseed[0] and patch is _patching.patch_random:
                     self.reseed_module_instance(module)
+            reseed[0] = True
 
-        return callback
+        self._callbacks.append(callback)
+        _startup.watch(name, callback)
 
     def disengage(self) -> None:
         """Restore every original. Runs on the transition to ready, and on :func:`deactivate`."""
         self.engaged = False
         for callback in self._callbacks:
-            _startup.cancel_after_import(callback)
+            _startup.unwatch(callback)
         self._callbacks.clear()
         self.patcher.undo()
 
@@ -276,7 +280,7 @@ def start_unready() -> None:
         _startup.add_wait_for_system_rng()
         return
     settings, problems = _config.resolve()
-    for problem in problems:
+    for problem in bounded(problems):
         emit(problem)
     _startup.add_wait_for_system_rng()
     _engine = Engine(settings)
@@ -325,11 +329,11 @@ def activate(
     for key, value in overrides.items():
         try:
             _config.KEYS[key][1](value, False)
-        except _config.InvalidValue as exc:
-            raise ValueError(f"urandom_shim.activate(): {key}={exc}") from None
+        except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
+            raise ValueError(f"urandom_shim.activate(): {key}={_config.as_invalid(value, key, exc)}") from None
     # The same resolution as at start-up, with these values on top: so the machine's floor holds here too.
     settings, problems = _config.resolve(overrides=overrides)
-    for problem in problems:
+    for problem in bounded(problems):
         emit(problem)
     deactivate()
     if _startup.activated_by is None:

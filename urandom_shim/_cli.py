@@ -18,6 +18,7 @@ import textwrap
 import urandom_shim as _startup
 
 from . import _config, _policies, _readiness, _simulation, _sources
+from ._messages import bounded, line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -309,7 +310,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     lines += ["", f"This Python on its own ({python['version']})"]
     lines += textwrap.wrap(python["native"], width=100, initial_indent="  ", subsequent_indent="  ")
     lines += ["", "Problems" + (f" ({len(report['problems'])})" if report["problems"] else "")]
-    lines += [f"  urandom-shim: {p}" for p in report["problems"]] or ["  none"]
+    lines += [f"  {line(p)}" for p in bounded(report["problems"])] or ["  none"]
     _print(lines)
     return 0
 
@@ -377,13 +378,20 @@ def cmd_check(args: argparse.Namespace) -> int:
     lines += ["", "Effective settings"]
     lines += _rows([(k, _value(v), f"from {s}") for k, (v, s) in settings.as_dict().items()])
     if problems:
-        lines += ["", f"Problems ({len(problems)}): the same lines an interpreter prints at start-up"]
-        lines += [f"  urandom-shim: {p}" for p in problems]
+        lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
+        lines += [f"  {line(p)}" for p in bounded(problems)]
         lines += ["", "Exit status 1: fix the problems above."]
     else:
         lines += ["", "No problems."]
     _print(lines)
     return EXIT_PROBLEMS if problems else 0
+
+
+#: When an interpreter prints the lines ``check`` lists.
+PRINTED_WHEN = (
+    "an interpreter prints these when it starts while the CRNG is not ready; every start prints the ones about "
+    "URANDOM_* variables"
+)
 
 
 # -- wait ----------------------------------------------------------------------------------------------------------
@@ -547,8 +555,30 @@ def _settings_from(args: argparse.Namespace) -> dict[str, str]:
     return settings
 
 
+def _note_floor(subcommand: str, settings: dict[str, str]) -> None:
+    """Say once, the day it is typed, that a weak setting will not apply because of a floor: the command itself only
+    says so while the CRNG is not ready."""
+    instead = {"policy": ("legacy", "pep524"), "on_timeout": ("fallback", "raise")}
+    asked = [(key, weak, strong) for key, (weak, strong) in instead.items() if settings.get(key) == weak]
+    if not asked:
+        return
+    found, _problems = _config.floor()
+    if found is None:
+        return
+    from ._messages import emit
+
+    given = " and ".join(f"--{key.replace('_', '-')} {weak}" for key, weak, _ in asked)
+    used = " and ".join(f"{key} '{strong}'" for key, _, strong in asked)
+    emit(
+        f"{subcommand}: {given} would allow weak bytes, but the floor set by {found} forbids them, so the command "
+        f"gets {used} instead while the CRNG is not ready."
+    )
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    return _launch("run", args.command, command_environment(_settings_from(args)))
+    settings = _settings_from(args)
+    _note_floor("run", settings)
+    return _launch("run", args.command, command_environment(settings))
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -567,7 +597,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                 "ready from the start; create the file first, and delete it to make the CRNG ready"
             )
         spec = f"unready-until-file:{path}"
-    return _launch("simulate", args.command, command_environment(_settings_from(args), simulate=spec))
+    settings = _settings_from(args)
+    _note_floor("simulate", settings)
+    return _launch("simulate", args.command, command_environment(settings, simulate=spec))
 
 
 # -- argument parsing ----------------------------------------------------------------------------------------------
@@ -621,8 +653,8 @@ examples:
 
 CHECK_HELP = """\
 Resolve the configuration as a program would see it, print every source tried and what it contributed, and exit 0
-when it is clean or 1 when there are problems (the same lines an interpreter prints at start-up). For the CI of
-deployment images.
+when it is clean or 1 when there are problems: the lines an interpreter prints when it starts while the CRNG is not
+ready (every start prints those about URANDOM_* variables). For the CI of deployment images.
 
 examples:
   urandom-shim check

@@ -44,13 +44,14 @@ ENV_ON_TIMEOUT = "URANDOM_SHIM_ON_TIMEOUT"
 ENV_WARN_AFTER = "URANDOM_SHIM_WARN_AFTER"
 ENV_SEED_RANDOM_INSTANCES = "URANDOM_SHIM_SEED_RANDOM_INSTANCES"
 ENV_CONFIG = "URANDOM_SHIM_CONFIG"
+ENV_MACHINE = "URANDOM_SHIM_MACHINE_CONFIG"
 
 
 class InvalidValue(ValueError):
     """A value that does not fit its key. ``expected`` lists the valid choices."""
 
     def __init__(self, value: object, expected: str, hint: str = "") -> None:
-        super().__init__(f"{value!r} is not valid; expected {expected}{hint}")
+        super().__init__(f"{_sources.shorten(value)} is not valid; expected {expected}{hint}")
         self.value = value
         self.expected = expected
         self.hint = hint
@@ -98,13 +99,13 @@ def _parse_seconds(value: object, from_text: bool = True) -> object:
     if value is None or value == "none":
         return None
     number: float | None = None
-    if isinstance(value, str) and from_text:
-        try:
+    try:
+        if isinstance(value, str) and from_text:
             number = float(value)
-        except ValueError:
-            number = None
-    elif isinstance(value, (int, float)) and not isinstance(value, bool):
-        number = float(value)
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = float(value)
+    except (ValueError, OverflowError):  # not a number, or an integer beyond any float (1e400 seconds)
+        number = None
     if number is None or number != number or number in (float("inf"), float("-inf")) or number < 0:
         raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'")
     return number
@@ -181,8 +182,8 @@ class _Resolution:
         notes = self.trace[-1][1] if self.trace else []
         try:
             value = parse(raw, from_text)
-        except InvalidValue as exc:
-            self.bad.append((source, key, exc, from_text))
+        except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
+            self.bad.append((source, key, as_invalid(raw, key, exc), from_text))
             notes.append(f"{key} = {_sources.shorten(raw)} is not valid (see problems)")
             return
         shown = _sources.shorten(str(value) if key == "policy" else value)
@@ -197,20 +198,26 @@ class _Resolution:
         values = dict(layer.values)
         rules = values.pop("program", None) if admin else None
         values.pop("allow_weak", None) if admin else None
-        if rules is not None:
+        first_rule_message = len(self.messages)
+        if rules is not None:  # before the table's own keys: a matching rule outranks them
             self._programs(layer, rules, program)
+        unknown = []
         for key, raw in values.items():
             if key in KEYS:
                 self.offer(key, raw, layer.label, from_text=False)
-            else:
-                where = (
-                    "it is only honoured in the environment's and the machine's files"
-                    if key in ADMIN_KEYS
-                    else f"valid keys are {_valid_keys(admin)}"
+            elif key in ADMIN_KEYS:
+                self.messages.append(
+                    f"{layer.label}: unknown key {key!r} (it is only honoured in the environment's and the machine's "
+                    "files); ignoring it."
                 )
-                self.messages.append(f"{layer.label}: unknown key {key!r} ({where}); ignoring it.")
+            else:
+                unknown.append(key)
+        if unknown:  # reported before the rules' problems, as the table comes before its rules in the file
+            self.messages.insert(first_rule_message, f"{layer.label}: {_unknown(unknown, admin)}")
 
     def _programs(self, layer: _sources.Layer, rules: object, program: str | None) -> None:
+        from . import _glob  # only where there are rules
+
         if not isinstance(rules, list):
             self.messages.append(
                 f"{layer.label}: program = {_sources.shorten(rules)} is not valid; expected an array of tables, "
@@ -226,57 +233,145 @@ class _Resolution:
                 )
                 continue
             pattern = rule.get("match")
-            if not isinstance(pattern, str) or not pattern:
+            if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_MATCH:
                 self.messages.append(
-                    f"{label}: match = {_sources.shorten(pattern)} is not valid; expected a glob on a script's file "
-                    "name or an -m module's name, such as 'cron-helper*'; ignoring this rule."
+                    f"{label}: match = {_sources.shorten(pattern)} is not valid; expected a glob of at most "
+                    f"{MAX_MATCH} characters on a script's file name or an -m module's name, such as 'cron-helper*'; "
+                    "ignoring this rule."
                 )
                 continue
             # Every rule is checked, matching or not: a typo must not wait for the one boot that runs that program.
-            matches = program is not None and _glob(pattern, program)
+            matches = program is not None and _glob.matches(pattern, program)
             source = f"{layer.label} [[program]] match = {pattern!r}"
             if matches:
                 self.trace[-1][1].append(f"[[program]] #{index + 1} match = {pattern!r} matches {program!r}")
+            unknown = []
             for key, raw in rule.items():
                 if key == "match":
                     continue
                 if key not in KEYS:
-                    valid = _valid_keys(False)
-                    self.messages.append(f"{source}: unknown key {key!r} (valid keys are {valid}); ignoring it.")
+                    unknown.append(key)
                 elif matches:
                     self.offer(key, raw, source, from_text=False)
                 else:
                     try:
                         KEYS[key][1](raw, False)
-                    except InvalidValue as exc:
+                    except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
+                        error = as_invalid(raw, key, exc)
                         self.messages.append(
-                            f"{source}: {key} = {_sources.shorten(exc.value)} is not a valid {key}; expected "
-                            f"{exc.expected}{exc.hint}; the rule will ignore it when it matches."
+                            f"{source}: {key} = {_sources.shorten(error.value)} is not a valid {key}; expected "
+                            f"{error.expected}{error.hint}; the rule will ignore it when it matches."
                         )
+            if unknown:
+                self.messages.append(f"{source}: {_unknown(unknown, False)}")
+
+    def guarded(self, label: str, read: Callable[[], None], ending: str = _sources.IGNORED) -> bool:
+        """Run ``read`` (one source); if it fails in a way nobody foresaw, that source is one message and resolution
+        carries on with the others. True if it went through."""
+        try:
+            read()
+        except Exception as exc:  # noqa: BLE001 - no value, however strange, may switch the shim off
+            self.messages.append(
+                f"{label}: could not be read ({type(exc).__name__}: {_sources.clip(str(exc), 120)}); {ending}"
+            )
+            return False
+        return True
 
     def settings(self) -> Settings:
         return Settings(**self.found)
 
 
-def _glob(pattern: str, name: str) -> bool:
-    import fnmatch  # only on the unready path, and only when there are [[program]] rules
+#: The longest ``match`` a ``[[program]]`` rule may have: program names are file names (at most 255 bytes on Linux)
+#: or module names, and a bound keeps matching cheap whatever a file holds.
+MAX_MATCH = 256
 
-    return fnmatch.fnmatchcase(name, pattern)
+
+def _unknown(keys: list[str], admin: bool) -> str:
+    """One message for every unknown key of one table, naming the first few."""
+    shown = ", ".join(_sources.shorten(key, 40) for key in keys[:3])
+    valid = _valid_keys(admin)
+    if len(keys) == 1:
+        return f"unknown key {shown} (valid keys are {valid}); ignoring it."
+    more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
+    return f"unknown keys {shown}{more} (valid keys are {valid}); ignoring them."
+
+
+def as_invalid(raw: object, key: str, exc: Exception) -> InvalidValue:
+    """``exc`` as an :class:`InvalidValue`: a parser that fails in an unforeseen way still makes a bad value."""
+    if isinstance(exc, InvalidValue):
+        return exc
+    return InvalidValue(raw, f"a valid {key} ({type(exc).__name__} while reading it)")
+
+
+#: How the message about an unusable file ends when that file may hold a floor: it fails closed.
+FLOOR_ENDING = (
+    "ignoring its settings, and reading it as allow_weak = false, the safe choice for a file that may set a floor."
+)
 
 
 def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
-    """The label of a floor (``allow_weak = false``) that ``layer`` sets, if it does."""
+    """Why ``layer`` sets a floor, if it does: ``allow_weak = false``, a value that is not a boolean, or a file that
+    exists but cannot be read or parsed. A floor is a security setting, so every doubt is read as a floor."""
+    if layer.problems:
+        return "unusable, read as allow_weak = false"
     if "allow_weak" not in layer.values:
         return None
     value = layer.values["allow_weak"]
     if not isinstance(value, bool):
-        # A floor is a security setting: a malformed one is read the safe way, not dropped.
         messages.append(
             f"{layer.label}: allow_weak = {_sources.shorten(value)} is not valid; expected true or false; reading it "
             "as allow_weak = false, the safe choice."
         )
-        return f"{layer.label} (allow_weak = {_sources.shorten(value)}, read as false)"
-    return None if value else f"{layer.label} (allow_weak = false)"
+        return f"allow_weak = {_sources.shorten(value)}, read as false"
+    return None if value else "allow_weak = false"
+
+
+def _floor_files(
+    environ: Mapping[str, str], ignore_environment: bool, environment_file: str | None, machine_file: str | None
+) -> list[tuple[str, str, bool]]:
+    """(path, label, floor only) of every file that may set a floor, in precedence order.
+
+    ``URANDOM_SHIM_MACHINE_CONFIG`` moves the machine file (for image builds and tests), but a variable must not take
+    a floor away: ``/etc/urandom-shim.toml`` then still counts for its floor. ``machine_file`` (tests only) replaces
+    both."""
+    env_path = environment_file or _sources.environment_file()
+    files = [(env_path, f"{env_path} (environment file)", False)]
+    machine = machine_file or _sources.machine_file(environ, ignore_environment)
+    files.append((machine, f"{_sources.clip(machine, 200)} (machine file)", False))
+    if machine_file is None and os.path.realpath(machine) != os.path.realpath(_sources.MACHINE_FILE):
+        files.append((_sources.MACHINE_FILE, f"{_sources.MACHINE_FILE} (machine file, for its floor)", True))
+    return files
+
+
+def environment_problems(environ: Mapping[str, str] | None = None, flags: object = None) -> list[str]:
+    """The problems with the ``URANDOM_*`` variables alone, found without reading any file: what every start
+    checks, the ready path included, so that a typo shows the day it is made and not at the next early boot."""
+    environ = os.environ if environ is None else environ
+    if environment_ignored(flags):
+        return []
+    problems = []
+    for key, (variable, parse) in KEYS.items():
+        raw = environ.get(variable)
+        if raw is None:
+            continue
+        try:
+            parse(raw, True)
+        except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
+            error = as_invalid(raw, key, exc)
+            problems.append(
+                f"environment variable {variable}={_sources.shorten(raw)} is not a valid {key}; expected "
+                f"{error.expected}{error.hint}; ignoring it."
+            )
+    named = environ.get(ENV_CONFIG)
+    if named:
+        problem = _sources.check_file(named, _named_label(named))
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def _named_label(path: str) -> str:
+    return f"{_sources.clip(path, 200)} (from {ENV_CONFIG})"
 
 
 def resolve(
@@ -294,7 +389,8 @@ def resolve(
     """The effective settings, each with its source, and the problems found on the way (one message each).
 
     Reads top to bottom, highest precedence first; the first source that sets a key wins. The environment's and the
-    machine's files may also set a floor (``allow_weak = false``) that no source can go below.
+    machine's files may also set a floor (``allow_weak = false``) that no source can go below; such a file that
+    exists but can't be read counts as a floor.
 
     ``who`` says which program to resolve for (default: this interpreter's, from ``argv``). ``trace``, if given,
     receives every source tried, in order, with what it contributed.
@@ -304,9 +400,11 @@ def resolve(
     resolution = _Resolution()
     messages = resolution.messages
     tried = resolution.tried
+    guarded = resolution.guarded
     who = _sources.invocation(argv) if who is None else who
     if who.problem is not None and not ignore_environment:
         messages.append(who.problem)
+    program = who.program
     ignored = "ignored: Python runs with -E or -I"
 
     # 0. Values given at runtime (urandom_shim.activate()): above every source, but not below the floor.
@@ -324,52 +422,51 @@ def resolve(
     # 2. The file named by URANDOM_SHIM_CONFIG.
     named = None if ignore_environment else environ.get(ENV_CONFIG)
     if named:
-        layer = _sources.read_file(named, f"{named} (from {ENV_CONFIG})", required=True)
-        if layer is not None:
-            resolution.layer(layer, admin=False, program=who.program)
+        label = _named_label(named)
+
+        def read_named() -> None:
+            layer = _sources.read_file(named, label, required=True)
+            if layer is not None:
+                resolution.layer(layer, admin=False, program=program)
+
+        guarded(label, read_named)
     else:
         tried(f"environment variable {ENV_CONFIG}", ignored if ignore_environment else "not set")
     # 3. The project's pyproject.toml.
     if ignore_environment or who.anchor is None:
         tried("the project's pyproject.toml", ignored if ignore_environment else "no directory to look from")
     else:
-        path, problem = _sources.find_pyproject(who.anchor)
-        if problem is not None:
-            messages.append(problem)
-        project = None if path is None else _sources.read_pyproject(path)
-        if project is not None:
-            resolution.layer(project, admin=False, program=who.program)
-        elif problem is not None:
-            tried("the project's pyproject.toml", "unusable (see problems)")
-        elif path is None:
-            tried("the project's pyproject.toml", f"none found in {who.anchor} or above")
-        else:
-            tried(f"{path} [{_sources.TABLE}]", "no such table in the nearest pyproject.toml")
+        anchor = who.anchor
+
+        def read_project() -> None:
+            path, problem = _sources.find_pyproject(anchor)
+            if problem is not None:
+                messages.append(problem)
+            project = None if path is None else _sources.read_pyproject(path)
+            if project is not None:
+                resolution.layer(project, admin=False, program=program)
+            elif problem is not None:
+                tried("the project's pyproject.toml", "unusable (see problems)")
+            elif path is None:
+                tried("the project's pyproject.toml", f"none found in {anchor} or above")
+            else:
+                tried(f"{path} [{_sources.TABLE}]", "no such table in the nearest pyproject.toml")
+
+        guarded("the project's pyproject.toml", read_project)
     # 4. The user's file.
-    path = _sources.user_file(environ, ignore_environment)
-    user = _sources.read_file(path, f"{path} (user file)", required=False)
-    if user is not None:
-        resolution.layer(user, admin=False, program=who.program)
-    else:
-        tried(f"{path} (user file)", "absent")
+    user_path = _sources.user_file(environ, ignore_environment)
+    user_label = f"{user_path} (user file)"
+
+    def read_user() -> None:
+        user = _sources.read_file(user_path, user_label, required=False)
+        if user is not None:
+            resolution.layer(user, admin=False, program=program)
+        else:
+            tried(user_label, "absent")
+
+    guarded(user_label, read_user)
     # 5. The environment's file, then the machine's: these may hold [[program]] rules and a floor.
-    floors = []
-    for path, kind in (
-        (environment_file or _sources.environment_file(), "environment file"),
-        (machine_file or _sources.machine_file(environ, ignore_environment), "machine file"),
-    ):
-        layer = _sources.read_file(path, f"{path} ({kind})", required=False)
-        if layer is None:
-            tried(f"{path} ({kind})", "absent")
-            continue
-        floor = _floor(layer, messages)
-        if floor is not None:
-            floors.append(floor)
-        resolution.layer(layer, admin=True, program=who.program)
-        if floor is not None:
-            resolution.trace[-1][1].append(
-                f"{floor[len(layer.label) + 2 : -1]}: a floor, no source may choose weak bytes"
-            )
+    floors = _read_admin_files(resolution, environ, ignore_environment, environment_file, machine_file, program)
     # 6. The default (Settings fills it in).
     settings = resolution.settings()
     tried(
@@ -383,6 +480,48 @@ def resolve(
     for source, key, exc, from_text in resolution.bad:
         messages.append(_describe(source, key, exc, settings, from_text))
     return settings, messages + floor_messages
+
+
+def _read_admin_files(
+    resolution: _Resolution,
+    environ: Mapping[str, str],
+    ignore_environment: bool,
+    environment_file: str | None,
+    machine_file: str | None,
+    program: str | None,
+) -> list[str]:
+    """Read the environment's and the machine's files into ``resolution``; returns the floors they set."""
+    floors: list[str] = []
+    for path, label, floor_only in _floor_files(environ, ignore_environment, environment_file, machine_file):
+
+        def read(path: str = path, label: str = label, floor_only: bool = floor_only) -> None:
+            layer = _sources.read_file(path, label, required=False, ending=FLOOR_ENDING)
+            if layer is None:
+                resolution.tried(label, "absent")
+                return
+            floor = _floor(layer, resolution.messages)
+            if floor_only:
+                notes = resolution.tried(label, f"only its floor counts, because {ENV_MACHINE} moved the machine file")
+                resolution.messages.extend(layer.problems)
+            else:
+                resolution.layer(layer, admin=True, program=program)
+                notes = resolution.trace[-1][1]
+            if floor is not None:
+                floors.append(f"{label} ({floor})")
+                notes.append(f"{floor}: a floor, no source may choose weak bytes")
+
+        if not resolution.guarded(label, read, FLOOR_ENDING):
+            floors.append(f"{label} (unusable, read as allow_weak = false)")
+    return floors
+
+
+def floor(environ: Mapping[str, str] | None = None, flags: object = None) -> tuple[str | None, list[str]]:
+    """(the floor, problems): the first file that forbids weak bytes, described, or None; and what reading the
+    files that may set one found wrong. What ``urandom-shim run`` checks before it passes on a weak policy."""
+    environ = os.environ if environ is None else environ
+    resolution = _Resolution()
+    floors = _read_admin_files(resolution, environ, environment_ignored(flags), None, None, None)
+    return (floors[0] if floors else None), resolution.messages
 
 
 def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:

@@ -14,8 +14,11 @@ under the current policy.
 from __future__ import annotations
 
 import _thread
+import _weakref
 import os
 import sys
+
+from ._readiness import native_urandom
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -24,8 +27,8 @@ if TYPE_CHECKING:
 
     from ._activation import Engine
 
-#: The interpreter's own os.urandom, whatever os.urandom is by the time this module is imported.
-NATIVE_URANDOM: Callable[[int], bytes] = getattr(os.urandom, "__urandom_shim_original__", os.urandom)
+#: The interpreter's own os.urandom.
+NATIVE_URANDOM = native_urandom
 
 _MISSING = object()
 
@@ -38,51 +41,141 @@ ALIAS_USERS = {
 SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits")
 
 
-class Patcher:
-    """An undo log. ``set`` records the original the first time an attribute is patched; ``undo`` restores all.
+class _Attr:
+    """``obj.attr``: a module's or a class's attribute."""
 
-    ``undo`` restores an attribute only if it still holds our wrapper: whoever patched it after us (``mock.patch``,
+    __slots__ = ("attr", "obj")
+
+    def __init__(self, obj: Any, attr: Any) -> None:
+        self.obj, self.attr = obj, attr
+
+    def key(self) -> tuple[int, object]:
+        return id(self.obj), self.attr
+
+    def get(self) -> object:
+        return vars(self.obj).get(self.attr, _MISSING)
+
+    def put(self, value: object) -> None:
+        if value is _MISSING:
+            try:
+                delattr(self.obj, self.attr)
+            except AttributeError:
+                pass
+        else:
+            setattr(self.obj, self.attr, value)
+
+
+class _Item(_Attr):
+    """``container[key]``: a dict's value or a list's item."""
+
+    def get(self) -> object:
+        try:
+            return self.obj[self.attr]
+        except (LookupError, TypeError):
+            return _MISSING
+
+    def put(self, value: object) -> None:
+        if value is not _MISSING:
+            self.obj[self.attr] = value
+
+
+class _Default(_Attr):
+    """``function.__defaults__[index]``: a default argument (a tuple, so the whole tuple is replaced)."""
+
+    def get(self) -> object:
+        defaults = getattr(self.obj, "__defaults__", None) or ()
+        return defaults[self.attr] if self.attr < len(defaults) else _MISSING
+
+    def put(self, value: object) -> None:
+        defaults = list(getattr(self.obj, "__defaults__", None) or ())
+        if value is not _MISSING and self.attr < len(defaults):
+            defaults[self.attr] = value
+            self.obj.__defaults__ = tuple(defaults)
+
+
+class _Wrapped(_Attr):
+    """What a ``functools.partial`` (``func``), a ``staticmethod`` (``__func__``) or a closure cell
+    (``cell_contents``) holds. None of these has a setter for it, but each can be set again: a partial through its
+    ``__setstate__``, a staticmethod through ``__init__``."""
+
+    def get(self) -> object:
+        try:
+            return getattr(self.obj, self.attr)
+        except ValueError:  # an empty cell
+            return _MISSING
+
+    def put(self, value: object) -> None:
+        obj = self.obj
+        if value is _MISSING:
+            return
+        if self.attr == "func":  # functools.partial
+            obj.__setstate__((value, obj.args, obj.keywords, vars(obj) or None))
+        elif self.attr == "__func__":  # staticmethod
+            type(obj).__init__(obj, value)
+        else:
+            obj.cell_contents = value
+
+
+class _Entry:
+    """One line of the undo log. Not a tuple: the garbage collector reports it among the holders of the original,
+    and a slotted object is one the reference sweep skips without a look (see :func:`_places`)."""
+
+    __slots__ = ("original", "ours", "place")
+
+    def __init__(self, place: _Attr, original: object, ours: object) -> None:
+        self.place, self.original, self.ours = place, original, ours
+
+
+class Patcher:
+    """An undo log. ``set`` records the original the first time a place is patched; ``undo`` restores all.
+
+    A place is usually a module's or class's attribute (``set``), and for references found elsewhere a dict value, a
+    list item, a default argument, a partial's or staticmethod's function or a closure cell (``set_slot``).
+    ``undo`` restores a place only if it still holds our wrapper: whoever patched it after us (``mock.patch``,
     another shim) keeps theirs. Once undone, a patcher is closed, so a post-import hook that races the transition to
     ready cannot patch again behind it.
     """
 
     def __init__(self) -> None:
-        self._log: list[tuple[object, str, object, object]] = []  # (object, attribute, original, ours)
-        self._patched: set[tuple[int, str]] = set()
+        self._log: list[_Entry] = []
+        self._patched: dict[tuple[int, object], int] = {}  # place key -> index in the log
         self._lock = _thread.RLock()
         self.closed = False
 
     def set(self, obj: object, attr: str, value: object) -> None:
+        self.set_slot(_Attr(obj, attr), value)
+
+    def set_slot(self, place: _Attr, value: object) -> None:
         with self._lock:
             if self.closed:
                 return
-            key = (id(obj), attr)
-            if key in self._patched:
-                for index, (o, a, original, _ours) in enumerate(self._log):
-                    if o is obj and a == attr:
-                        self._log[index] = (o, a, original, value)
+            key = place.key()
+            index = self._patched.get(key)
+            if index is not None:
+                self._log[index].ours = value
             else:
-                original = vars(obj).get(attr, _MISSING)
-                self._log.append((obj, attr, unwrap(original), value))
-                self._patched.add(key)
+                self._patched[key] = len(self._log)
+                self._log.append(_Entry(place, unwrap(place.get()), value))
                 if self not in _live:
                     _live.append(self)
-            setattr(obj, attr, value)
+            place.put(value)
+
+    def has(self, obj: object, attr: str) -> bool:
+        """Whether ``obj.attr`` is already in this patcher's log."""
+        return _Attr(obj, attr).key() in self._patched
 
     def undo(self) -> None:
         with self._lock:
             self.closed = True
             while self._log:
-                obj, attr, original, ours = self._log.pop()
-                if vars(obj).get(attr, _MISSING) is not ours:
+                entry = self._log.pop()
+                place, original, ours = entry.place, entry.original, entry.ours
+                if place.get() is not ours:
                     continue  # patched again by someone else since: theirs stays
-                if original is _MISSING:
-                    try:
-                        delattr(obj, attr)
-                    except AttributeError:
-                        pass
-                else:
-                    setattr(obj, attr, original)
+                try:
+                    place.put(original)
+                except Exception:  # noqa: BLE001 - a place that has become read-only keeps a wrapper, which passes through
+                    pass
             self._patched.clear()
             if self in _live:
                 _live.remove(self)
@@ -100,12 +193,14 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-_wrappers: dict[int, Callable[..., Any]] = {}  # id -> wrapper, to recognise our own without touching foreign objects
+#: id -> weak reference to each live wrapper, to recognise our own without touching foreign objects. Weak, so that
+#: the wrappers of every activate() that has since been undone don't pile up.
+_wrappers: dict[int, Any] = {}
 
 
 def is_wrapper(value: object) -> bool:
-    wrapper = _wrappers.get(id(value))
-    return wrapper is not None and wrapper is value
+    reference = _wrappers.get(id(value))
+    return reference is not None and reference() is value
 
 
 def unwrap(value: object) -> object:
@@ -126,7 +221,8 @@ def _dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str
     wrapper.__wrapped__ = original  # type: ignore[attr-defined]
     wrapper.__urandom_shim_original__ = original  # type: ignore[attr-defined]
     wrapper.__urandom_shim_label__ = label  # type: ignore[attr-defined]
-    _wrappers[id(wrapper)] = wrapper
+    key = id(wrapper)
+    _wrappers[key] = _weakref.ref(wrapper, lambda _gone: _wrappers.pop(key, None))
     return wrapper
 
 
@@ -196,13 +292,22 @@ def module_aliases(module: ModuleType) -> list[str]:
     return names
 
 
+def patch_os(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+    """``os.urandom`` and ``posix.urandom``: one wrapper for both, so that ``os.urandom is posix.urandom`` stays
+    true. Patching ``posix`` too covers ``import posix``, and an ``os`` that is reloaded or imported again after
+    ``del sys.modules['os']``: it copies ``urandom`` from ``posix`` again."""
+    if vars(module).get("urandom") is not None:
+        patcher.set(module, "urandom", engine.os_urandom)
+
+
 def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
     """Point every alias of os.urandom that ``module`` holds at a wrapper labelled with the module and name."""
     mod_name = (namespace(module) or {}).get("__name__", "?")
     if not isinstance(mod_name, str) or mod_name in ("posix", "nt") or mod_name.startswith("urandom_shim"):
         return
     for name in module_aliases(module):
-        patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
+        if not patcher.has(module, name):  # os.urandom, say, which already has its wrapper
+            patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
 
 
 def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
@@ -214,6 +319,86 @@ def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
             from ._messages import emit
 
             emit(f"could not check module {module!r} for aliases of os.urandom ({type(exc).__name__}: {exc}).")
+
+
+def patch_stray_references(engine: Engine, patcher: Patcher) -> None:
+    """Cover references to the interpreter's os.urandom held outside module namespaces, taken before the shim
+    engaged: dict values (instance attributes, ``{"rand": os.urandom}``), list items, class attributes, default
+    arguments, ``functools.partial``, ``staticmethod`` and closure cells. The garbage collector knows every container
+    that holds one; each place is patched in place and restored when the CRNG becomes ready.
+
+    What can't be covered: a reference in a tuple that is not a default argument, a frozenset or dict key, a running
+    function's local variable, or C code. Those keep the interpreter's own behaviour, which never returns weak bytes:
+    it waits for the kernel.
+    """
+    import gc
+
+    skip = _own_places()
+    wrapper = engine.os_urandom
+    for holder in gc.get_referrers(NATIVE_URANDOM):
+        if id(holder) in skip:
+            continue
+        for place in _places(holder, NATIVE_URANDOM):
+            try:
+                if place.get() is NATIVE_URANDOM:
+                    patcher.set_slot(place, wrapper)
+            except Exception:  # noqa: BLE001 - a place that refuses (a read-only mapping, a frozen class) is skipped
+                pass
+
+
+def _own_places() -> set[int]:
+    """The containers that must keep the interpreter's os.urandom: every module namespace (the alias scan covers
+    them, with better labels), and our own wrappers' attributes and closures, which call the original."""
+    skip = {id(found) for found in map(namespace, list(sys.modules.values())) if found is not None}
+    for reference in list(_wrappers.values()):
+        wrapper = reference()
+        if wrapper is None:
+            continue
+        skip.add(id(vars(wrapper)))
+        skip.update(id(cell) for cell in getattr(wrapper, "__closure__", None) or ())
+    return skip
+
+
+def _places(holder: Any, target: object) -> list[_Attr]:
+    """The places inside ``holder`` (a referrer of ``target``) that hold ``target``."""
+    import gc
+
+    kind = type(holder)
+    if kind is dict or kind is list:
+        keys = [key for key, value in (holder.items() if kind is dict else enumerate(holder)) if value is target]
+        # Only a class's namespace has "__module__"; looking for the class costs a walk of the whole heap.
+        owner = _owning_class(holder) if keys and kind is dict and "__module__" in holder else None
+        if owner is not None:
+            return [_Attr(owner, key) for key in keys if isinstance(key, str)]
+        return [_Item(holder, key) for key in keys]
+    if kind is tuple:  # only a function's default arguments can be replaced
+        indexes = [index for index, value in enumerate(holder) if value is target]
+        return [
+            _Default(function, index)
+            for function in (gc.get_referrers(holder) if indexes else ())
+            if getattr(function, "__defaults__", None) is holder
+            for index in indexes
+        ]
+    if kind is staticmethod:
+        return [_Wrapped(holder, "__func__")]
+    if kind.__name__ == "cell":
+        return [_Wrapped(holder, "cell_contents")]
+    if kind.__name__ == "partial" and kind.__module__ == "functools":
+        return [_Wrapped(holder, "func")]
+    found = None if isinstance(holder, type) else getattr(holder, "__dict__", None)
+    if type(found) is dict:  # an instance whose attributes live in the object itself (Python 3.11+)
+        return [_Item(found, key) for key, value in found.items() if value is target]
+    return []  # a frame, a bound method, a frozenset, C code: nothing to set
+
+
+def _owning_class(namespace_: dict[str, object]) -> type | None:
+    """The class whose namespace this dict is: it must be changed with setattr, which keeps the type cache right."""
+    import gc
+
+    for owner in gc.get_referrers(namespace_):
+        if isinstance(owner, type) and any(inner is namespace_ for inner in gc.get_referents(owner.__dict__)):
+            return owner
+    return None
 
 
 def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import _thread
 import errno
 import os
+import sys
 import time
 
 from . import _simulation
@@ -33,7 +34,9 @@ _settled: str | None = None  # READY or UNKNOWN once the kernel has answered for
 _ready = False  # kernel and simulation both ready: cached forever (but see reset())
 _listeners: list[Callable[[], None]] = []
 _insecure_works: bool | None = None
-_native_urandom = os.urandom
+#: The interpreter's own os.urandom, whatever os.urandom is by the time this module is imported. Waits call it
+#: directly: while a policy is installed, ``posix.urandom`` and ``os.urandom`` are the shim's wrapper.
+native_urandom: Callable[[int], bytes] = getattr(os.urandom, "__urandom_shim_original__", os.urandom)
 
 
 def kernel_state() -> str:
@@ -120,13 +123,12 @@ _kernel_done: _thread.LockType | None = None  # held until the helper thread's b
 
 
 def _block_in_kernel(done: _thread.LockType) -> None:
-    # posix.urandom, not os.getrandom(1, 0): both block in getrandom(flags=0) until the CRNG is initialised (and run
-    # jitter entropy on 5.4+), but os.getrandom holds the GIL while it blocks, which would freeze every other thread,
-    # the waiter's timeout, warn_after and Ctrl-C included. Found on a real booting kernel (tests/kernel).
-    import posix
-
+    # The interpreter's own urandom (posix.urandom), not os.getrandom(1, 0): both block in getrandom(flags=0) until
+    # the CRNG is initialised (and run jitter entropy on 5.4+), but os.getrandom holds the GIL while it blocks, which
+    # would freeze every other thread, the waiter's timeout, warn_after and Ctrl-C included. Found on a real booting
+    # kernel (tests/kernel).
     try:
-        posix.urandom(1)
+        native_urandom(1)
     except OSError:
         pass
     finally:
@@ -134,20 +136,43 @@ def _block_in_kernel(done: _thread.LockType) -> None:
 
 
 def _wait_kernel(seconds: float | None) -> None:
-    """Wait up to ``seconds`` (forever if None) for the helper thread's blocking getrandom() to return."""
+    """Wait up to ``seconds`` (forever if None) for the kernel: on the helper thread's blocking getrandom(), or, where
+    no helper thread can run, in this thread."""
     global _kernel_done
-    with _guard:
-        done = _kernel_done
-        if done is None:
-            done = _thread.allocate_lock()
-            done.acquire()
-            # Publish the lock only once its releaser exists: a thread that can't start (at interpreter shutdown,
-            # at a thread limit) must not leave every later waiter blocked on a lock nobody will release.
-            _thread.start_new_thread(_block_in_kernel, (done,))
-            _kernel_done = done
-    # Lock acquisition is interruptible by signals, so Ctrl-C raises KeyboardInterrupt here promptly.
-    if done.acquire(True, -1 if seconds is None else min(seconds, _thread.TIMEOUT_MAX)):
-        done.release()  # let every other waiter through too
+    if not sys.is_finalizing():
+        with _guard:
+            done = _kernel_done
+            if done is None:
+                done = _thread.allocate_lock()
+                done.acquire()
+                try:
+                    # Publish the lock only once its releaser exists: a thread that can't start must not leave every
+                    # later waiter blocked on a lock nobody will release.
+                    _thread.start_new_thread(_block_in_kernel, (done,))
+                except RuntimeError:  # a thread limit, or 3.13's PythonFinalizationError: wait in this thread
+                    done = None
+                else:
+                    _kernel_done = done
+        if done is not None:
+            # Lock acquisition is interruptible by signals, so Ctrl-C raises KeyboardInterrupt here promptly.
+            if done.acquire(True, -1 if seconds is None else min(seconds, _thread.TIMEOUT_MAX)):
+                done.release()  # let every other waiter through too
+            return
+    _wait_in_this_thread(seconds)
+
+
+def _wait_in_this_thread(seconds: float | None) -> None:
+    """At interpreter shutdown (``__del__`` and ``weakref`` callbacks while modules are torn down) no other thread
+    runs again, not even a helper started earlier. Without a time limit, block in the kernel here, with the GIL
+    released, as the interpreter's own os.urandom does; with one, sleep a little and let the caller ask the kernel
+    again, so that the timeout holds."""
+    if seconds is None:
+        try:
+            native_urandom(1)
+        except OSError:
+            pass
+    else:
+        time.sleep(min(seconds, 0.05))
 
 
 def _after_fork_in_child() -> None:
@@ -236,7 +261,7 @@ def best_effort_bytes(size: int) -> bytes:
             return data
     except OSError:
         if getrandom is None:  # no Linux interfaces at all: the platform's own urandom never blocks
-            return _native_urandom(size)
+            return native_urandom(size)
         raise
 
 

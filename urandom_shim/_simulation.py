@@ -71,13 +71,20 @@ class InvalidSimulation(ValueError):
     """The simulation spec is malformed. The message says what was expected."""
 
 
+class RelativePathWithoutDirectory(InvalidSimulation):
+    """``unready-until-file:`` names a relative path, and the current directory no longer exists."""
+
+
 def parse(spec: str) -> Simulation:
     """Parse a simulation spec (the value of ``URANDOM_SHIM_SIMULATE``). Raises :class:`InvalidSimulation`."""
     kind, sep, arg = spec.partition(":")
     if kind == "unready-forever" and not sep:
         return Simulation(spec)
     if kind == "unready-until-file" and arg:
-        return Simulation(spec, path=os.path.abspath(arg))
+        try:
+            return Simulation(spec, path=os.path.abspath(arg))
+        except OSError:  # os.getcwd() fails: the directory it is relative to was deleted
+            raise RelativePathWithoutDirectory(arg) from None
     if kind in ("unready-until-monotonic", "unready-for") and arg:
         try:
             seconds = float(arg)
@@ -93,6 +100,12 @@ def parse(spec: str) -> Simulation:
 
 def problem(spec: str, exc: InvalidSimulation) -> str:
     """The one line that reports a malformed ``URANDOM_SHIM_SIMULATE``."""
+    if isinstance(exc, RelativePathWithoutDirectory):
+        return (
+            f"environment variable {ENV}={spec!r} names a relative path, and the current directory no longer "
+            "exists, so the file can't be found; ignoring it, so this process sees the real kernel. Give the file as "
+            "an absolute path."
+        )
     return (
         f"environment variable {ENV}={spec!r} is not a simulation; {exc}; ignoring it, so this process sees the real "
         "kernel."

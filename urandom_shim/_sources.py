@@ -24,9 +24,25 @@ MACHINE_FILE = "/etc/urandom-shim.toml"
 
 
 def shorten(value: object, limit: int = 80) -> str:
-    """``repr(value)``, cut to ``limit`` characters so that a huge value still makes one readable line."""
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+    """``repr(value)``, cut to ``limit`` characters with an ellipsis, so that a huge value still makes one readable
+    line. Never fails: an integer too long to print (Python 3.11+ refuses more than 4300 digits) or a value nested
+    too deeply for ``repr`` is described instead."""
+    if type(value) is int and value.bit_length() > 200:  # about 60 digits: describe it rather than print it
+        try:
+            digits = f"{len(str(abs(value)))}"
+        except ValueError:  # more digits than Python 3.11+ converts to text
+            digits = f"about {int(value.bit_length() * 0.30103) + 1}"
+        return f"<a{' negative' if value < 0 else 'n'} integer of {digits} digits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - RecursionError, ValueError: anything repr() can raise
+        text = f"<a {type(value).__name__} too large to show>"
+    return clip(text, limit)
+
+
+def clip(text: str, limit: int) -> str:
+    """``text``, cut to ``limit`` characters with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 class Layer:
@@ -83,46 +99,68 @@ def read_capped(path: str) -> bytes:
         os.close(fd)
 
 
-def read_bytes(path: str, label: str, required: bool) -> tuple[bytes | None, str | None]:
+#: How a problem message ends when the file is ignored. A file that may hold a floor ends differently: it is read as
+#: ``allow_weak = false`` (see :mod:`urandom_shim._config`).
+IGNORED = "ignoring it."
+
+
+def read_bytes(path: str, label: str, required: bool, ending: str = IGNORED) -> tuple[bytes | None, str | None]:
     """(data, problem). ``data`` is None when the file is absent or unusable; ``problem`` says why, in one line."""
     try:
         return read_capped(path), None
-    except FileNotFoundError:
-        return None, (f"{label}: the file does not exist; ignoring it." if required else None)
-    except IsADirectoryError:
-        return None, f"{label}: is a directory, not a TOML file; ignoring it."
-    except PermissionError:
-        return None, f"{label}: permission denied while reading it; ignoring it."
-    except OSError as exc:  # a symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error ...
-        return None, f"{label}: cannot be read ({exc.strerror or exc}); ignoring it."
+    except (OSError, ValueError) as exc:
+        return None, _unusable(exc, label, required, ending)
 
 
-def _too_big(data: bytes, label: str) -> str | None:
-    if len(data) > MAX_BYTES:
-        return f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; ignoring it."
+def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | None:
+    """The one line about a file that can't be read; None for an absent file nobody asked for."""
+    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):  # absent, or a path through a file: not there
+        return f"{label}: the file does not exist; {ending}" if required else None
+    if isinstance(exc, IsADirectoryError):
+        return f"{label}: is a directory, not a TOML file; {ending}"
+    if isinstance(exc, PermissionError):
+        return f"{label}: permission denied while reading it; {ending}"
+    # A symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error; or ValueError for a name with a NUL.
+    reason = getattr(exc, "strerror", None) or exc
+    return f"{label}: cannot be read ({reason}); {ending}"
+
+
+def check_file(path: str, label: str) -> str | None:
+    """The problem ``read_bytes`` would report for a named file, found without opening it (one ``stat``): what the
+    ready path checks of ``URANDOM_SHIM_CONFIG``."""
+    try:
+        _check_regular(os.stat(path).st_mode)
+    except Exception as exc:  # noqa: BLE001 - every OSError, and ValueError for a name Python refuses
+        return _unusable(exc, label, True, IGNORED)
     return None
 
 
-def read_toml(path: str, label: str, required: bool) -> tuple[dict[str, Any] | None, str | None]:
+def _too_big(data: bytes, label: str, ending: str) -> str | None:
+    if len(data) > MAX_BYTES:
+        return f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; {ending}"
+    return None
+
+
+def read_toml(path: str, label: str, required: bool, ending: str = IGNORED) -> tuple[dict[str, Any] | None, str | None]:
     """(document, problem). ``document`` is None when the file is absent or unusable; ``problem`` says why."""
-    data, problem = read_bytes(path, label, required)
+    data, problem = read_bytes(path, label, required, ending)
     if data is None:
         return None, problem
-    problem = _too_big(data, label)
-    return (None, problem) if problem else parse_toml(data, label)
+    problem = _too_big(data, label, ending)
+    return (None, problem) if problem else parse_toml(data, label, ending)
 
 
-def parse_toml(data: bytes, label: str) -> tuple[dict[str, Any] | None, str | None]:
+def parse_toml(data: bytes, label: str, ending: str = IGNORED) -> tuple[dict[str, Any] | None, str | None]:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, f"{label}: is not UTF-8 (byte {exc.start}); TOML files must be UTF-8; ignoring it."
+        return None, f"{label}: is not UTF-8 (byte {exc.start}); TOML files must be UTF-8; {ending}"
     try:
         return _loads(text), None
     except ImportError:
-        return None, f"{label}: cannot be read because tomli is not installed (pip install tomli); ignoring it."
+        return None, f"{label}: cannot be read because tomli is not installed (pip install tomli); {ending}"
     except Exception as exc:  # noqa: BLE001 - tomllib.TOMLDecodeError, and anything a broken parser raises
-        return None, f"{label}: is not valid TOML ({exc}); ignoring it."
+        return None, f"{label}: is not valid TOML ({clip(str(exc), 160)}); {ending}"
 
 
 # -- where the files are ---------------------------------------------------------------------------------------------
@@ -266,13 +304,13 @@ def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
 
 
 def mentions_our_table(data: bytes) -> bool:
-    """Whether a pyproject may hold ``[tool.urandom-shim]``, in any TOML spelling, without parsing it. A project that
-    merely depends on urandom-shim does not count."""
-    if any(form in data for form in (b"tool.urandom-shim", b'tool."urandom-shim"', b"tool.'urandom-shim'")):
-        return True
-    if b"[tool]" not in data:
-        return False
-    return any(form in data for form in (b"\nurandom-shim", b'\n"urandom-shim"', b"\n'urandom-shim'"))
+    """Whether a pyproject may hold ``[tool.urandom-shim]``, in any TOML spelling, without parsing it.
+
+    TOML can spell the table many ways (``[tool.urandom-shim]``, ``[tool . "urandom-shim"]``, dotted keys under
+    ``[tool]``, inline tables), but every spelling holds the bytes ``urandom-shim``, except a quoted key that spells
+    a character with an escape (``"urandom\\u002dshim"``): so those bytes, or any escape that can make a letter,
+    mean "parse it". Only the unready path reads a pyproject at all."""
+    return b"urandom-shim" in data or b"\\u" in data or b"\\U" in data or b"\\x" in data
 
 
 def read_pyproject(path: str) -> Layer | None:
@@ -286,7 +324,7 @@ def read_pyproject(path: str) -> Layer | None:
         return layer if problem else None
     if not mentions_our_table(data):
         return None  # not ours: no TOML parse
-    problem = _too_big(data, label)
+    problem = _too_big(data, label, IGNORED)
     document = None
     if problem is None:
         document, problem = parse_toml(data, label)
@@ -307,10 +345,10 @@ def read_pyproject(path: str) -> Layer | None:
     return layer
 
 
-def read_file(path: str, label: str, required: bool) -> Layer | None:
-    """A standalone configuration file: keys at the top level."""
+def read_file(path: str, label: str, required: bool, ending: str = IGNORED) -> Layer | None:
+    """A standalone configuration file: keys at the top level. ``ending`` ends the message about an unusable one."""
     layer = Layer(label, path)
-    document, problem = read_toml(path, label, required)
+    document, problem = read_toml(path, label, required, ending)
     if problem is not None:
         layer.problems.append(problem)
         return layer

@@ -42,7 +42,7 @@ VARIABLES = (
     "URANDOM_SHIM_SIMULATE",
 )
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
-PATCHED_MODULES = ("os", "random", "secrets", "urllib.request")
+PATCHED_MODULES = ("posix", "os", "random", "secrets", "urllib.request")
 OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances")
 
 

@@ -1,0 +1,246 @@
+"""Every route to randomness in the standard library, what each policy promises for it, and what really happens.
+
+Each route runs in a real interpreter of a venv built from the wheel, while the CRNG is unready, in two ways:
+simulated (``URANDOM_SHIM_SIMULATE``), and on the fake kernel (``tests/fakekernel.c``), where the interpreter's own
+``getrandom()`` calls see an unready CRNG, block in the kernel, and ``GRND_INSECURE`` bytes spell ``WEAK-RNG``. The
+parent makes the CRNG ready half a second after the routes start (``tests/routes.py``), and classifies each route
+by when it ended:
+
+- ``early``: returned while the CRNG was unready;
+- ``raised``: raised ``BlockingIOError`` while it was unready;
+- ``waited``: returned only after it became ready.
+
+``native`` rows are the interpreter's own behaviour: under simulation the real kernel is ready, so they return at
+once; on the fake kernel they wait in the kernel, as on a real unready machine. Under ``pep524`` and ``pep522`` no
+route that returns kernel bytes may end ``early``, and on the fake kernel no output may ever hold a weak byte.
+
+The documented gaps are here too, asserting what the documentation says: ``os.getrandom()`` and ``ssl.RAND_bytes()``
+go to the kernel without ``os.urandom`` (the interpreter's own behaviour under every policy), and a reference to
+``os.urandom`` held in a tuple that is not a default argument, or in a frozenset, can't be replaced.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import FakeKernel, Venv, clean_env
+
+ROUTES_SCRIPT = Path(__file__).resolve().parent / "routes.py"
+POLICIES = ("native", "pep524", "pep522", "legacy")
+NATIVE = "native"  # "early" under simulation, "waited" on the fake kernel: see the module's docstring
+
+#: What each kind of route does while the CRNG is unready, per policy (docs/reference/policies.md).
+EXPECTED = {
+    "urandom": {"native": NATIVE, "pep524": "waited", "pep522": "raised", "legacy": "early"},
+    "secrets": {"native": NATIVE, "pep524": "waited", "pep522": "waited", "legacy": "early"},
+    "seeding": {"native": "early", "pep524": "early", "pep522": "early", "legacy": "early"},
+    "wait": {"native": "waited", "pep524": "waited", "pep522": "waited", "legacy": "waited"},
+    "gap": {"native": NATIVE, "pep524": NATIVE, "pep522": NATIVE, "legacy": NATIVE},
+}
+
+#: group -> route -> kind. A route's group is the process it runs in (tests/routes.py).
+ROUTES: dict[str, dict[str, str]] = {
+    "plain": {
+        "os.urandom": "urandom",
+        "from os import urandom": "urandom",
+        "posix.urandom": "urandom",
+        "random._urandom": "urandom",
+        "SystemRandom().random()": "urandom",
+        "SystemRandom().getrandbits(64)": "urandom",
+        "SystemRandom().choice()": "urandom",
+        "SystemRandom().randbytes(16)": "urandom",  # Python 3.9+
+        "uuid.uuid4()": "urandom",
+        "urllib.request._randombytes": "urandom",
+        "import multiprocessing": "urandom",  # os.urandom(32) for its authkey, while it is imported
+        "secrets.token_bytes": "secrets",
+        "secrets.token_hex": "secrets",
+        "secrets.token_urlsafe": "secrets",
+        "secrets.choice": "secrets",
+        "secrets.randbelow": "secrets",
+        "secrets.randbits": "secrets",
+        "secrets.SystemRandom().random()": "urandom",  # a SystemRandom like any other, not a secrets function
+        "secrets.wait_for_system_rng()": "wait",
+        "random.random()": "seeding",
+        "random.seed()": "seeding",
+        "random.Random()": "seeding",
+        "tempfile.mkstemp()": "seeding",
+        "email.utils.make_msgid()": "seeding",
+    },
+    "reimported": {
+        "importlib.reload(os)": "urandom",
+        "os imported again": "urandom",
+        "importlib.reload(secrets)": "secrets",
+        "secrets imported again": "secrets",
+        "secrets imported again: wait_for_system_rng()": "wait",
+        "importlib.reload(random): SystemRandom": "urandom",
+        "importlib.reload(random): Random()": "seeding",
+    },
+    "references": {
+        "dict value": "urandom",
+        "list item": "urandom",
+        "default argument": "urandom",
+        "keyword-only default": "urandom",
+        "functools.partial": "urandom",
+        "staticmethod": "urandom",
+        "class attribute": "urandom",
+        "instance attribute": "urandom",
+        "closure": "urandom",
+        "a tuple (not a default)": "gap",
+        "a frozenset": "gap",
+    },
+    "getrandom": {"os.getrandom(16)": "gap"},
+    "openssl": {"ssl.RAND_bytes(16)": "gap"},
+}
+
+
+def expected(kind: str, policy: str, kernel: str) -> str:
+    outcome = EXPECTED[kind][policy]
+    if outcome == NATIVE:
+        return "early" if kernel == "simulated" else "waited"
+    return outcome
+
+
+def run_group(
+    venv: Venv, fake_kernel: FakeKernel, tmp_path: Path, group: str, policy: str, kernel: str
+) -> tuple[dict[str, Any], float]:
+    """Run ``group`` under ``policy`` with an unready CRNG that becomes ready 0.5 s after the routes start; returns
+    the child's report and the moment the CRNG became ready (on the system-wide monotonic clock). On a machine so
+    loaded that a route only started after that moment, which tells nothing, run it again with more time."""
+    for delay in (0.5, 2.0, 5.0):
+        report, ready_at = _run_group(venv, fake_kernel, tmp_path, group, policy, kernel, delay)
+        if all(classify(result, ready_at) != "started too late to tell" for result in report.values()):
+            break
+    return report, ready_at
+
+
+def _run_group(
+    venv: Venv, fake_kernel: FakeKernel, tmp_path: Path, group: str, policy: str, kernel: str, delay: float
+) -> tuple[dict[str, Any], float]:
+    flag = tmp_path / f"unready-{group}-{policy}-{kernel}"
+    flag.touch()
+    env = fake_kernel.env(flag) if kernel == "fake-kernel" else {"URANDOM_SHIM_SIMULATE": f"unready-until-file:{flag}"}
+    if group != "references":  # those install the policy at runtime, after taking their references
+        env["URANDOM_POLICY"] = policy
+    env.update(URANDOM_SHIM_WARN_AFTER="none", XDG_CONFIG_HOME=str(tmp_path), URANDOM_SHIM_MACHINE_CONFIG="/none")
+    proc = subprocess.Popen(
+        [str(venv.python), str(ROUTES_SCRIPT), group, policy],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env), cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        assert proc.stdout.readline().strip() == "starting", proc.communicate(timeout=30)
+        time.sleep(delay)
+        ready_at = time.monotonic()
+        flag.unlink()
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+        flag.unlink(missing_ok=True)
+    assert proc.returncode == 0, err
+    report: dict[str, Any] = json.loads(out.splitlines()[-1])
+    return report, ready_at
+
+
+def classify(result: dict[str, Any], ready_at: float) -> str:
+    if result["outcome"] == "blocked":
+        return "blocked"
+    if result["started"] >= ready_at:
+        return "started too late to tell"
+    if result["ended"] < ready_at:
+        return "raised" if result["outcome"] == "raised" else "early"
+    return "waited" if result["outcome"] == "returned" else "raised late"
+
+
+@pytest.mark.parametrize("kernel", ["simulated", "fake-kernel"])
+@pytest.mark.parametrize("policy", POLICIES)
+@pytest.mark.parametrize("group", list(ROUTES))
+def test_every_route_does_what_the_policy_promises(
+    shim: Venv,
+    fake_kernel: FakeKernel,
+    tmp_path: Path,
+    record_property: Any,
+    request: pytest.FixtureRequest,
+    group: str,
+    policy: str,
+    kernel: str,
+) -> None:
+    report, ready_at = run_group(shim, fake_kernel, tmp_path, group, policy, kernel)
+    python = request.node.callspec.params["python"]
+    wrong = []
+    for route, kind in ROUTES[group].items():
+        if route not in report:
+            assert route == "SystemRandom().randbytes(16)", f"{route} did not run"  # only on Python 3.9+
+            continue
+        result = report[route]
+        got = classify(result, ready_at)
+        want = expected(kind, policy, kernel)
+        weak = result.get("weak", False)
+        record_property(
+            "route_result",
+            {"python": python, "route": route, "policy": policy, "kernel": kernel, "got": got, "weak": weak},
+        )
+        if got != want:
+            times = {k: round(result[k] - ready_at, 3) for k in ("started", "ended") if k in result}
+            wrong.append(f"{route}: expected {want}, got {got} ({result.get('error') or result.get('value')}; {times})")
+        if weak and policy != "legacy":
+            wrong.append(f"{route}: returned weak bytes under {policy}: {result.get('value')}")
+        if want == "raised" and "system random number generator is not ready" not in result.get("error", ""):
+            wrong.append(f"{route}: raised something other than PEP 522's BlockingIOError: {result.get('error')}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_legacy_bytes_on_the_fake_kernel_are_the_kernels_weak_bytes(
+    shim: Venv, fake_kernel: FakeKernel, tmp_path: Path
+) -> None:
+    """The mark check above can fail: under legacy, on the fake kernel, the bytes are GRND_INSECURE's."""
+    report, ready_at = run_group(shim, fake_kernel, tmp_path, "plain", "legacy", "fake-kernel")
+    for route in ("os.urandom", "posix.urandom", "secrets.token_bytes", "secrets.token_hex", "secrets.token_urlsafe"):
+        assert report[route]["weak"] and report[route]["ended"] < ready_at, (route, report[route])
+
+
+def test_a_wait_at_interpreter_shutdown_is_bounded(shim: Venv, fake_kernel: FakeKernel, tmp_path: Path) -> None:
+    """A ``__del__`` that runs while the interpreter shuts down can't use the helper thread (3.8 to 3.12 never run
+    it again; 3.13 refuses to start it). Without a timeout it waits in the kernel in its own thread and returns when
+    the CRNG is ready; with one, it raises when the timeout runs out."""
+    code = (
+        "import os, sys, time\n"
+        "class AtExit:\n"
+        "    def __del__(self):\n"
+        "        start = time.monotonic()\n"
+        "        try:\n"
+        "            os.urandom(16)\n"
+        "            print('returned', time.monotonic(), flush=True)\n"
+        "        except BlockingIOError as exc:\n"
+        "            print('raised', round(time.monotonic() - start, 1), str(exc)[:43], flush=True)\n"
+        "sys.modules['keep_until_shutdown'] = AtExit()\n"
+        "print('exiting', flush=True)\n"
+    )
+    flag = tmp_path / "unready"
+    for extra in ({}, {"URANDOM_SHIM_TIMEOUT": "0.5"}):
+        flag.touch()
+        env = {**fake_kernel.env(flag), "URANDOM_POLICY": "pep524", "URANDOM_SHIM_WARN_AFTER": "0.2", **extra}
+        proc = subprocess.Popen(
+            [str(shim.python), "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=clean_env(env),
+        )  # fmt: skip
+        try:
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "exiting"
+            time.sleep(1.0)
+            ready_at = time.monotonic()
+            flag.unlink()
+            out, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+            flag.unlink(missing_ok=True)
+        assert proc.returncode == 0, err
+        what, *rest = out.split()
+        if extra:
+            assert (what, rest[0]) == ("raised", "0.5"), out + err
+            assert " ".join(rest[1:]) == "system random number generator is not ready", out
+        else:
+            assert what == "returned" and ready_at <= float(rest[0]) < ready_at + 2, (out, err, ready_at)
