@@ -122,6 +122,16 @@ def instructions(venv: Venv, args: list[str], env: dict[str, str], mode: str) ->
     return None
 
 
+#: Every variable the ready path checks, set to a valid value.
+ALL_VARIABLES = {
+    "URANDOM_POLICY": "pep524",
+    "URANDOM_SHIM_TIMEOUT": "30",
+    "URANDOM_SHIM_ON_TIMEOUT": "raise",
+    "URANDOM_SHIM_WARN_AFTER": "5",
+    "URANDOM_SHIM_SEED_RANDOM_INSTANCES": "nonblocking",
+}
+
+
 PER_CALL = """
 import os, sys, timeit, random, secrets
 wait = getattr(secrets, "wait_for_system_rng", None)
@@ -220,6 +230,7 @@ def main(argv: list[str] | None = None) -> int:
                 ("no shim", "off", {}),
                 ("an empty .pth only (the floor of any .pth)", "floor", {}),
                 ("ready path", "on", {"URANDOM_POLICY": "pep524"}),
+                ("ready path, every URANDOM_* setting variable set (each is checked)", "on", ALL_VARIABLES),
                 (
                     "unready path (simulated), legacy",
                     "on",
