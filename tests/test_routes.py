@@ -129,11 +129,13 @@ def _run_group(
     env.update(URANDOM_SHIM_WARN_AFTER="none", XDG_CONFIG_HOME=str(tmp_path), URANDOM_SHIM_MACHINE_CONFIG="/none")
     proc = subprocess.Popen(
         [str(venv.python), str(ROUTES_SCRIPT), group, policy],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env), cwd=tmp_path,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, bufsize=0, env=clean_env(env), cwd=tmp_path,
     )  # fmt: skip
     try:
         assert proc.stdout is not None
-        assert proc.stdout.readline().strip() == "starting", proc.communicate(timeout=30)
+        # Unbuffered, so readline() takes one byte at a time and leaves the report (which may already have arrived
+        # when every route finished at once) for communicate(), which reads the pipe itself, past any buffer.
+        assert proc.stdout.readline().strip() == b"starting", proc.communicate(timeout=30)
         time.sleep(delay)
         ready_at = time.monotonic()
         flag.unlink()
@@ -141,8 +143,9 @@ def _run_group(
     finally:
         proc.kill()
         flag.unlink(missing_ok=True)
-    assert proc.returncode == 0, err
-    report: dict[str, Any] = json.loads(out.splitlines()[-1])
+    assert proc.returncode == 0, err.decode(errors="replace")
+    assert out.strip(), f"no report from the routes child; stderr: {err.decode(errors='replace')}"
+    report: dict[str, Any] = json.loads(out.decode().splitlines()[-1])
     return report, ready_at
 
 
