@@ -41,7 +41,7 @@ def boot(how: str = "start") -> None:
         ready = True
     if ready:
         sys.meta_path.insert(0, sys.modules[__name__])
-        if ours and not sys.flags.ignore_environment:
+        if ours:
             _check_variables()
         return
     try:
@@ -68,6 +68,7 @@ _OURS = (
     b"URANDOM_SHIM_TIMEOUT",
     b"URANDOM_SHIM_WARN_AFTER",
     b"URANDOM_SHIM_CONFIG",
+    b"URANDOM_SHIM_HASHSEED",
 )
 
 
@@ -79,6 +80,13 @@ def _variable(name: bytes) -> "str | None":
 
 
 def _check_variables() -> None:
+    seed = _variable(b"URANDOM_SHIM_HASHSEED")
+    if seed is not None and seed == _variable(b"PYTHONHASHSEED"):
+        # `urandom-shim run` gave this interpreter a hash seed because the CRNG was unready (urandom_shim._hashseed).
+        # It is ready now: this process's children get a full-strength hash secret of their own.
+        del os.environ["PYTHONHASHSEED"], os.environ["URANDOM_SHIM_HASHSEED"]
+    if sys.flags.ignore_environment:
+        return
     # The values the variables may take. Only a value outside these loads the package, whose parsers
     # (urandom_shim._config) are the authority and word the message; tests/test_guarantees.py keeps the two in step.
     valid = True

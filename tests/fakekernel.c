@@ -11,17 +11,22 @@
  *   FAKE_KERNEL_UNREADY=PATH  while PATH exists the CRNG is "not initialised":
  *                             - GRND_NONBLOCK fails with EAGAIN;
  *                             - GRND_INSECURE returns bytes that spell "WEAK-RNG" over and over, so weak bytes are
- *                               visible in any output;
+ *                               visible in any output (a request shorter than the mark gets bytes that differ);
  *                             - flags 0 (and GRND_RANDOM) blocks until PATH is deleted, then returns real bytes.
  *   FAKE_KERNEL_ERRNO=N       every getrandom() fails with errno N: 38 (ENOSYS) is a kernel before 3.17, 1 (EPERM)
  *                             a seccomp filter that denies it.
+ *   FAKE_KERNEL_URANDOM_WAITS=1  with FAKE_KERNEL_UNREADY, opening /dev/urandom or /dev/random also blocks until PATH
+ *                             is deleted, as a read of /dev/urandom runs the jitter generator on Linux 5.18+: what
+ *                             every interpreter's own start does for its hash secret, unless PYTHONHASHSEED is set.
  * Without either, or once PATH is gone, every call goes to the real kernel.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
@@ -55,6 +60,8 @@ static long fake_getrandom(void *buf, size_t size, unsigned int flags) {
     }
     if (unready()) {
         if (flags & FAKE_GRND_INSECURE) {
+            if (size < sizeof MARK - 1)  /* too short for the mark (a hash seed): bytes that differ per call */
+                return real_syscall()(SYS_getrandom, buf, size, flags);
             for (size_t i = 0; i < size; i++) ((char *)buf)[i] = MARK[i % 8];
             return (long)size;
         }
@@ -89,3 +96,44 @@ long syscall(long number, ...) {
     if (number == SYS_getrandom) return fake_getrandom((void *)arg[0], (size_t)arg[1], (unsigned int)arg[2]);
     return real_syscall()(number, arg[0], arg[1], arg[2], arg[3], arg[4], arg[5]);
 }
+
+/* /dev/urandom on Linux 5.18+: its first read waits for the CRNG (here, the open does). */
+static void wait_for_dev_random(const char *path) {
+    const char *waits = getenv("FAKE_KERNEL_URANDOM_WAITS");
+    if (path == NULL || waits == NULL || strcmp(waits, "1") != 0) return;
+    if (strcmp(path, "/dev/urandom") != 0 && strcmp(path, "/dev/random") != 0) return;
+    while (unready()) {
+        struct timespec pause = {0, 5 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+}
+
+typedef int (*open_fn)(const char *, int, ...);
+typedef int (*openat_fn)(int, const char *, int, ...);
+
+#define FAKE_OPEN(name)                                                         \
+    int name(const char *path, int flags, ...) {                                \
+        static open_fn real = NULL;                                             \
+        va_list args;                                                           \
+        va_start(args, flags);                                                  \
+        mode_t mode = (mode_t)va_arg(args, int);                                \
+        va_end(args);                                                           \
+        if (real == NULL) real = (open_fn)dlsym(RTLD_NEXT, #name);              \
+        wait_for_dev_random(path);                                              \
+        return real(path, flags, mode);                                         \
+    }
+#define FAKE_OPENAT(name)                                                       \
+    int name(int dir, const char *path, int flags, ...) {                       \
+        static openat_fn real = NULL;                                           \
+        va_list args;                                                           \
+        va_start(args, flags);                                                  \
+        mode_t mode = (mode_t)va_arg(args, int);                                \
+        va_end(args);                                                           \
+        if (real == NULL) real = (openat_fn)dlsym(RTLD_NEXT, #name);            \
+        wait_for_dev_random(path);                                              \
+        return real(dir, path, flags, mode);                                    \
+    }
+FAKE_OPEN(open)
+FAKE_OPEN(open64)
+FAKE_OPENAT(openat)
+FAKE_OPENAT(openat64)

@@ -459,6 +459,10 @@ NOT_MESSAGES = (
     "a finite number of seconds >= 0, or 'none'",  # part of the value messages
     "{}: a floor, no source may choose weak bytes",  # check: a source's note
     "only its floor counts, because",  # check: a source's note
+    "gets PYTHONHASHSEED from non-blocking kernel bytes",  # status and check: what `run` does for a start
+    "waits at most {} s for the CRNG, then gets PYTHONHASHSEED",
+    "reads its hash secret from the kernel, which may wait",
+    "Started by `urandom-shim run` while the CRNG is not ready",
     "an interpreter prints these when it starts while",  # check: the problems' heading
     "{} = {} is not valid (see problems)",  # check: a source's note
     "it is only honoured in the environment's and the machine's files",

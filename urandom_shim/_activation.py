@@ -9,12 +9,13 @@ This module also holds the runtime API that :mod:`urandom_shim` re-exports.
 
 from __future__ import annotations
 
+import os
 import sys
 from _thread import _local
 
 import urandom_shim as _startup
 
-from . import _config, _patching, _readiness, _simulation
+from . import _config, _hashseed, _patching, _readiness, _simulation
 from ._messages import bounded, emit
 from ._policies import (
     BEST_EFFORT,
@@ -275,6 +276,8 @@ _engine: Engine | None = None
 def start_unready() -> None:
     """Called by start-up when the CRNG is unready (or simulated so): resolve the configuration and engage."""
     global _engine
+    if _hashseed.MARK in os.environ:  # started by `urandom-shim run` with a hash seed of ours
+        _hashseed.pass_on(ready=_readiness.kernel_state() != _readiness.UNREADY)
     _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
     if _readiness.is_ready():  # e.g. a simulated window that has already closed
         _startup.add_wait_for_system_rng()

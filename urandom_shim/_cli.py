@@ -17,7 +17,7 @@ import textwrap
 
 import urandom_shim as _startup
 
-from . import _config, _policies, _readiness, _simulation, _sources
+from . import _config, _hashseed, _policies, _readiness, _simulation, _sources
 from ._messages import bounded, line
 
 TYPE_CHECKING = False
@@ -96,6 +96,16 @@ def describe_action(todo: str, site: str, settings: _policies.Settings) -> str:
         return "waits until the CRNG is ready, however long that takes"
     after = "returns best-effort bytes" if settings.on_timeout.value == "fallback" else "raises BlockingIOError"
     return f"waits until the CRNG is ready, at most {timeout:g} s, then {after}"
+
+
+def describe_run_start(settings: _policies.Settings) -> str:
+    """What ``urandom-shim run`` does for a program's interpreter start while the kernel's CRNG is unready."""
+    policy, timeout = settings.policy_value, settings.timeout.value
+    if policy is _policies.LEGACY:
+        return "gets PYTHONHASHSEED from non-blocking kernel bytes, so it never waits"
+    if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
+        return f"waits at most {timeout:g} s for the CRNG, then gets PYTHONHASHSEED from non-blocking kernel bytes"
+    return "reads its hash secret from the kernel, which may wait (about 1 s on Linux 5.18+)"
 
 
 def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
@@ -200,6 +210,7 @@ def status_report() -> dict[str, Any]:
         "settings": {name: {"value": value, "source": source} for name, (value, source) in settings.as_dict().items()},
         "resolved_for": described,
         "sites": site_table(settings),
+        "run_start": describe_run_start(settings),
         "crng": crng,
         "kernel": kernel,
         "simulation": simulation,
@@ -306,6 +317,7 @@ def cmd_status(args: argparse.Namespace) -> int:
     lines += ["", f"While the CRNG is not ready, under {report['policy']}"]
     site_rows = [(row["label"], row["says"]) for row in report["sites"]]
     site_rows.append(("secrets.wait_for_system_rng()", "added under every policy; returns at once when ready"))
+    site_rows.append(("a start under `run`", report["run_start"]))
     lines += _rows(site_rows)
     lines += ["", f"This Python on its own ({python['version']})"]
     lines += textwrap.wrap(python["native"], width=100, initial_indent="  ", subsequent_indent="  ")
@@ -377,6 +389,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     lines += _rows(source_rows)
     lines += ["", "Effective settings"]
     lines += _rows([(k, _value(v), f"from {s}") for k, (v, s) in settings.as_dict().items()])
+    lines += ["", "Started by `urandom-shim run` while the CRNG is not ready"]
+    lines += _rows([("interpreter start", describe_run_start(settings))])
     if problems:
         lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
         lines += [f"  {line(p)}" for p in bounded(problems)]
@@ -575,10 +589,30 @@ def _note_floor(subcommand: str, settings: dict[str, str]) -> None:
     )
 
 
+def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
+    """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
+    kernel's CRNG is unready and the command's policy allows weak bytes: ``legacy``, or ``on_timeout = "fallback"``
+    after waiting out its ``timeout`` here. Never under a floor, never over a seed the caller set, and never on a
+    ready kernel. See :mod:`urandom_shim._hashseed`. True if it did."""
+    if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
+        return False
+    settings, _problems = _config.resolve(env, flags=object(), who=_sources.command_invocation(command))
+    if settings.policy_value is not _policies.LEGACY:
+        timeout = settings.timeout.value
+        if settings.policy_value is _policies.NATIVE or settings.on_timeout.value != "fallback" or timeout is None:
+            return False
+        if _readiness.wait(timeout):  # type: ignore[arg-type]
+            return False  # ready in time: the command gets a full-strength hash secret
+    _hashseed.give(env)
+    return True
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings_from(args)
     _note_floor("run", settings)
-    return _launch("run", args.command, command_environment(settings))
+    env = command_environment(settings)
+    start_without_waiting(args.command, env)
+    return _launch("run", args.command, env)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -599,7 +633,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = f"unready-until-file:{path}"
     settings = _settings_from(args)
     _note_floor("simulate", settings)
-    return _launch("simulate", args.command, command_environment(settings, simulate=spec))
+    env = command_environment(settings, simulate=spec)
+    start_without_waiting(args.command, env)
+    return _launch("simulate", args.command, env)
 
 
 # -- argument parsing ----------------------------------------------------------------------------------------------
@@ -674,8 +710,9 @@ examples:
 RUN_HELP = """\
 Run CMD with these settings. They reach CMD and its children as environment variables, and a bootstrap
 sitecustomize on PYTHONPATH applies them in interpreters that don't have urandom-shim installed (it runs the
-sitecustomize it shadows, such as Debian's, exactly once). The command replaces urandom-shim, so its exit status and
-signals are its own.
+sitecustomize it shadows, such as Debian's, exactly once). While the kernel's CRNG is not ready and CMD's policy
+allows weak bytes (legacy), CMD also gets a PYTHONHASHSEED from non-blocking kernel bytes, so that its start never
+waits. The command replaces urandom-shim, so its exit status and signals are its own.
 
 examples:
   urandom-shim run --policy pep522 -- python3 app.py
@@ -802,8 +839,22 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser
     return args, sub
 
 
+def restore_callers_hash_seed() -> None:
+    """The launcher (``bin/urandom-shim``, a shell script) starts this interpreter with ``PYTHONHASHSEED=0`` so that
+    starting the command line never waits for the kernel: the command line reads only its own arguments and
+    configuration files, where hash flooding is no concern. Before anything else, put back the caller's own."""
+    if os.environ.pop("URANDOM_SHIM_LAUNCHER", None) is None:
+        return
+    caller = os.environ.pop("URANDOM_SHIM_CALLER_HASHSEED", None)
+    if caller is None:
+        os.environ.pop(_hashseed.VARIABLE, None)
+    else:
+        os.environ[_hashseed.VARIABLE] = caller
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
+    restore_callers_hash_seed()
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         args, sub = _parse(arguments)

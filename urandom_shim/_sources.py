@@ -208,28 +208,55 @@ def _module_from_command_line() -> str | None:
                 argv = [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
         except OSError:
             return None
+    kind, name = python_target(argv)
+    return name if kind == "-m" else None
+
+
+def python_target(argv: list[str]) -> tuple[str, str | None]:
+    """What an interpreter's command line runs: ``("-m", module)``, ``("-c", None)``, ``("script", path)``, or
+    ``("-", None)`` for stdin and the REPL. ``argv[0]`` is the interpreter."""
     index = 1
     while index < len(argv):
         arg = argv[index]
-        if arg == "--" or not arg.startswith("-") or arg == "-":
-            return None  # a script, stdin, or the end of the options: not -m
+        if arg == "--":
+            index += 1
+            break
+        if arg == "-" or not arg.startswith("-"):
+            break
         if arg.startswith("--"):  # a long option; only --check-hash-based-pycs takes a separate value
             index += 2 if arg == "--check-hash-based-pycs" else 1
             continue
         for position, flag in enumerate(arg[1:], start=1):  # a cluster such as -Im or -Wdefault
             rest = arg[position + 1 :]
             if flag == "m":
-                if rest:
-                    return rest
-                return argv[index + 1] if index + 1 < len(argv) else None
+                return "-m", rest or (argv[index + 1] if index + 1 < len(argv) else None)
             if flag == "c":
-                return None
+                return "-c", None
             if flag in "XW":
                 if not rest:
                     index += 1  # the option's value is the next argument
                 break
         index += 1
-    return None
+    if index < len(argv) and argv[index] != "-":
+        return "script", argv[index]
+    return "-", None
+
+
+def command_invocation(command: list[str]) -> Invocation:
+    """What configuration sees for a command that ``urandom-shim run`` starts: for an interpreter, the program it
+    runs (a script, ``-m`` module, or ``-c``); for anything else (a shell script, a console-script launcher), the
+    command itself, by the same rules as a script."""
+    name = os.path.basename(command[0])
+    if not name.startswith(("python", "pypy")):
+        return invocation([command[0]])
+    kind, target = python_target(command)
+    if kind == "script" and target is not None:
+        return invocation([target])
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    return Invocation(cwd, target if kind == "-m" else None)
 
 
 def invocation(argv: object = None) -> Invocation:

@@ -179,6 +179,10 @@ def load_virtio_rng():
 def scenario(name):
     if name == "no-hashseed":  # start-up itself made the kernel initialise; there is nothing left to test
         return
+    if name.startswith("start-"):  # start-legacy, start-pep524, start-pep522, start-floor
+        policy = name[len("start-") :]
+        start_scenario("legacy" if policy == "floor" else policy, floor=policy == "floor")
+        return
     never_blocks()
     if name == "native":
         timed("os.urandom(16)", urandom16)
@@ -215,6 +219,73 @@ def scenario(name):
 
 
 HWRNG = "/sys/class/misc/hw_random/rng_current"
+
+#: The program that `urandom-shim run` starts in the start-* scenarios: it reports its own start, then starts a child
+#: of its own (a grandchild of /init) and reports that one's. Each prints the time of its first line.
+CHILD = """\
+import json, os, subprocess, sys, time
+first = time.monotonic()
+def facts():
+    try:
+        os.getrandom(1, os.GRND_NONBLOCK)
+        probe = "ready"
+    except BlockingIOError:
+        probe = "eagain"
+    return {"first_line": first, "seed": os.environ.get("PYTHONHASHSEED"), "randomized": sys.flags.hash_randomization,
+            "probe": probe}
+me = facts()
+spawned = time.monotonic()
+grandchild = subprocess.run([sys.executable, "-c", "import json, os, sys, time; first = time.monotonic(); "
+    "print(json.dumps({'first_line': first, 'seed': os.environ.get('PYTHONHASHSEED'), "
+    "'randomized': sys.flags.hash_randomization}))"], capture_output=True, text=True)
+me["grandchild"] = json.loads(grandchild.stdout) if grandchild.stdout else {"error": grandchild.stderr[-500:]}
+me["grandchild"]["spawned"] = spawned
+print(json.dumps(me))
+"""
+
+
+def launcher():
+    """The `urandom-shim` command, as pip installed it beside the package: a shell script."""
+    import sysconfig
+
+    return os.path.join(sysconfig.get_path("purelib"), "bin", "urandom-shim")
+
+
+def child_environment():
+    """This /init's environment without the PYTHONHASHSEED the boot gave it: what a unit or a script starts with."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONHASHSEED", "URANDOM_POLICY")}
+
+
+def start_child(step, command):
+    """Start ``command``, and report how long it took to print its first line and what it reported."""
+    import subprocess
+
+    spawned = time.monotonic()
+    done = subprocess.run(command, capture_output=True, text=True, env=child_environment())
+    ended = time.monotonic()
+    fields = {"spawned": spawned, "duration": round(ended - spawned, 4), "returncode": done.returncode}
+    try:
+        fields["child"] = json.loads(done.stdout.strip().splitlines()[-1])
+        fields["start"] = round(fields["child"]["first_line"] - spawned, 4)
+    except (ValueError, IndexError, KeyError):
+        fields["output"] = (done.stdout + done.stderr)[-2000:]
+    fields["diagnostics"] = [line for line in done.stderr.splitlines() if line.startswith("urandom-shim:")]
+    fields["probe_after"] = probe()
+    report(step, **fields)
+
+
+def start_scenario(policy, floor=False):
+    """The start of a program under `urandom-shim run`, with no PYTHONHASHSEED of its own."""
+    if floor:
+        with open("/etc/urandom-shim.toml", "w") as f:
+            f.write("allow_weak = false\n")
+    run = [launcher(), "run", "--policy", policy, "--", sys.executable, "-c", CHILD]
+    start_child("run", run)
+    if policy == "legacy" and not floor:  # the window is still open: now the baseline, which closes it
+        start_child(
+            "python -c pass",
+            [sys.executable, "-c", "import json, time; print(json.dumps({'first_line': time.monotonic()}))"],
+        )
 
 
 def main():

@@ -210,7 +210,11 @@ def build(
         archive.node("dev/random", stat.S_IFCHR, 1, 8)
         archive.node("dev/kmsg", stat.S_IFCHR, 1, 11, 0o644)
         archive.file("busybox", busybox)
+        archive.directory("bin")
+        archive.file("bin/sh", busybox)  # for the `urandom-shim` launcher, a shell script; busybox is sh by its name
         archive.host_path(executable)
+        if Path(os.path.abspath(python)) != executable:  # the name pip wrote into the console scripts' #! lines
+            archive.host_path(python)
         for library in sorted(shared_libraries([executable, *extensions]) | dlopened_libraries()):
             archive.host_path(library)
         archive.tree(stdlib, STDLIB_SKIP)

@@ -259,3 +259,56 @@ def test_without_pythonhashseed_the_interpreters_start_up_initialises_the_crng(
     assert result["boot"]["patched"] is False, "on the ready path the shim replaces nothing"
     ready_at = result["end"]["crng_ready_at"]
     assert ready_at is not None and ready_at < result.boot_time, "the kernel initialised before /init's first line"
+
+
+def start_boot(guest: Guest, record: Any, scenario: str) -> kernel_image.Boot:
+    """A boot whose /init starts a program under `urandom-shim run`, without PYTHONHASHSEED of its own."""
+    result = guest.boot(scenario, {})
+    run = result["run"]
+    child = run.get("child", {})
+    then = [f"child seed {'set' if child.get('seed') else 'none'}, randomized {child.get('randomized')}"]
+    grandchild = child.get("grandchild", {})
+    if "first_line" in grandchild:
+        then.append(f"grandchild started in {(grandchild['first_line'] - grandchild['spawned']) * 1000:.0f} ms, "
+                    f"seed {'set' if grandchild.get('seed') else 'none'}, randomized {grandchild.get('randomized')}")  # fmt: skip
+    if "python -c pass" in result.steps:
+        baseline = result["python -c pass"]
+        then.append(f"then python -c pass started in {baseline.get('start', 0) * 1000:.0f} ms")
+    summarise(guest, record, scenario, result,
+              {"outcome": f"run: child's first line at {run.get('start', 0) * 1000:.0f} ms", "duration": run["duration"],
+               "after": run["probe_after"], "then": "; ".join(then)})  # fmt: skip
+    assert result["start"]["probe"] == "eagain", f"the CRNG was already initialised at boot\n{result.console[-3000:]}"
+    assert run["returncode"] == 0 and "child" in run, run
+    return result
+
+
+def test_run_legacy_starts_a_program_that_never_waits_and_leaves_the_window_open(
+    guest: Guest, record_property: Any
+) -> None:
+    result = start_boot(guest, record_property, "start-legacy")
+    run = result["run"]
+    child = run["child"]
+    # The proof that nothing waited, from typing `urandom-shim run` to the grandchild's first line: the kernel is
+    # still unready. On 6.1 a read of /dev/urandom (an interpreter's hash secret) would have initialised it.
+    assert run["probe_after"] == "eagain", run
+    assert child["probe"] == "eagain" and child["seed"] is not None and child["randomized"] == 1, child
+    grandchild = child["grandchild"]
+    assert grandchild["seed"] is not None and grandchild["seed"] != child["seed"], "one seed per process"
+    assert grandchild["randomized"] == 1
+    # The baseline, in the same boot: an interpreter started without a hash seed waits in the kernel and closes the
+    # window (about a second of jitter entropy here).
+    baseline = result["python -c pass"]
+    assert baseline["probe_after"] == "ready", baseline
+
+
+@pytest.mark.parametrize("scenario", ["start-pep524", "start-pep522", "start-floor"])
+def test_run_under_a_policy_that_forbids_weak_bytes_gives_no_hash_seed(
+    guest: Guest, record_property: Any, scenario: str
+) -> None:
+    result = start_boot(guest, record_property, scenario)
+    run = result["run"]
+    assert run["child"]["seed"] is None, run
+    # Its start read the hash secret from the kernel, which waited for the CRNG: it is ready now.
+    assert run["child"]["probe"] == "ready" and run["probe_after"] == "ready", run
+    if scenario == "start-floor":
+        assert any("would allow weak bytes, but the floor set by" in line for line in run["diagnostics"]), run

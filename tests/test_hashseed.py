@@ -1,0 +1,222 @@
+"""`legacy` that really never blocks: a start under `urandom-shim run` that never waits for the kernel.
+
+On the fake kernel (``tests/fakekernel.c``) with ``FAKE_KERNEL_URANDOM_WAITS=1``, opening ``/dev/urandom`` waits for the
+CRNG, as a read of it does on Linux 5.18+: so an interpreter started without ``PYTHONHASHSEED`` waits before its first
+line, exactly as on a real unready machine, and a test can tell a start that waited from one that did not.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import FakeKernel, Venv, clean_env
+
+#: A program that reports its own start: the hash seed it got, whether hashing is randomised, and the same for a
+#: child it starts, with how long that child took to start.
+REPORT = """\
+import json, os, subprocess, sys, time
+child = subprocess.run(
+    [sys.executable, "-c", "import json, os, sys; print(json.dumps([os.environ.get('PYTHONHASHSEED'), "
+     "os.environ.get('URANDOM_SHIM_HASHSEED'), sys.flags.hash_randomization]))"],
+    capture_output=True, text=True, timeout=30,
+)
+print(json.dumps({
+    "seed": os.environ.get("PYTHONHASHSEED"), "mark": os.environ.get("URANDOM_SHIM_HASHSEED"),
+    "randomized": sys.flags.hash_randomization, "child": json.loads(child.stdout or "null"),
+    "child_stderr": child.stderr, "ended": time.monotonic(),
+}))
+"""
+
+
+@pytest.fixture
+def kernel(fake_kernel: FakeKernel, tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
+    """The fake kernel, unready until the file is deleted, with /dev/urandom waiting as on Linux 5.18+."""
+    flag = tmp_path / "kernel-unready"
+    flag.touch()
+    env = {**fake_kernel.env(flag), "FAKE_KERNEL_URANDOM_WAITS": "1", "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+           "URANDOM_SHIM_MACHINE_CONFIG": str(tmp_path / "machine.toml")}  # fmt: skip
+    yield env, flag
+    flag.unlink(missing_ok=True)
+
+
+def start(command: list[str], env: dict[str, str], cwd: Path | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env), cwd=cwd
+    )
+
+
+def finishes_while_unready(proc: subprocess.Popen[str], flag: Path, within: float = 20) -> tuple[bool, str, str]:
+    """Whether ``proc`` ended while the kernel was still unready; the kernel is made ready after ``within`` s (or at
+    once if it ended), so that a waiting process ends too."""
+    try:
+        out, err = proc.communicate(timeout=within)
+        ended = True
+    except subprocess.TimeoutExpired:
+        ended = False
+    flag.unlink(missing_ok=True)
+    if not ended:
+        out, err = proc.communicate(timeout=30)
+    return ended, out, err
+
+
+def cli(venv: Venv) -> str:
+    return str(venv.path / "bin" / "urandom-shim")
+
+
+def test_an_interpreter_start_waits_on_this_kernel_without_a_hash_seed(
+    shim: Venv, kernel: tuple[dict[str, str], Path]
+) -> None:
+    """The baseline, and the proof that the fake kernel shows the wait: `python -c pass` waits for the kernel."""
+    env, flag = kernel
+    ended, _out, err = finishes_while_unready(start([str(shim.python), "-c", "pass"], env), flag, within=1.0)
+    assert not ended, "the interpreter started without waiting: the fake kernel does not make /dev/urandom wait"
+    flag.touch()
+    ended, _out, err = finishes_while_unready(
+        start([str(shim.python), "-c", "pass"], {**env, "PYTHONHASHSEED": "7"}), flag
+    )
+    assert ended, f"with PYTHONHASHSEED set, the start should not have waited: {err}"
+
+
+def test_run_legacy_never_waits_and_each_process_gets_its_own_seed(
+    shim: Venv, kernel: tuple[dict[str, str], Path]
+) -> None:
+    env, flag = kernel
+    began = time.monotonic()
+    proc = start([cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c", REPORT], env)
+    ended, out, err = finishes_while_unready(proc, flag)
+    assert ended and proc.returncode == 0, f"urandom-shim run --policy legacy waited for the kernel: {err}"
+    report = json.loads(out)
+    assert report["seed"] is not None and report["seed"] == report["mark"] and report["randomized"] == 1, report
+    assert 1 <= int(report["seed"]) <= 4294967295
+    child_seed, child_mark, child_randomized = report["child"]
+    assert child_seed == child_mark and child_randomized == 1, report
+    assert child_seed != report["seed"], "the child shares its parent's seed: one per process was promised"
+    assert report["ended"] - began < 10
+
+
+@pytest.mark.parametrize("policy", ["pep524", "pep522", "native"])
+def test_a_policy_that_forbids_weak_bytes_gets_no_seed_and_waits_as_before(
+    shim: Venv, kernel: tuple[dict[str, str], Path], policy: str
+) -> None:
+    env, flag = kernel
+    proc = start([cli(shim), "run", "--policy", policy, "--", str(shim.python), "-c", REPORT], env)
+    ended, out, err = finishes_while_unready(proc, flag, within=1.0)
+    assert not ended, f"under {policy} the program's start should have waited for the kernel: {out} {err}"
+    report = json.loads(out)
+    assert report["seed"] is None and report["mark"] is None, report
+
+
+def test_a_floor_means_no_weak_hash_seed_and_run_says_so(shim: Venv, kernel: tuple[dict[str, str], Path]) -> None:
+    env, flag = kernel
+    Path(env["URANDOM_SHIM_MACHINE_CONFIG"]).write_text("allow_weak = false\n")
+    proc = start([cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c", REPORT], env)
+    ended, out, err = finishes_while_unready(proc, flag, within=1.0)
+    assert not ended and json.loads(out)["seed"] is None, out
+    assert "run: --policy legacy would allow weak bytes, but the floor set by" in err, err
+
+
+def test_fallback_waits_out_its_timeout_then_starts_without_waiting(
+    shim: Venv, kernel: tuple[dict[str, str], Path]
+) -> None:
+    env, flag = kernel
+    began = time.monotonic()
+    command = [cli(shim), "run", "--policy", "pep524", "--timeout", "0.5", "--on-timeout", "fallback", "--"]
+    proc = start([*command, str(shim.python), "-c", REPORT], env)
+    ended, out, err = finishes_while_unready(proc, flag)
+    assert ended, err
+    report = json.loads(out)
+    assert report["seed"] == report["mark"] is not None, report
+    assert 0.5 <= report["ended"] - began < 10, "run must have waited out the timeout first"
+
+
+def test_a_seed_the_caller_set_is_kept_as_it_is(shim: Venv, kernel: tuple[dict[str, str], Path]) -> None:
+    env, flag = kernel
+    proc = start([cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c", REPORT],
+                 {**env, "PYTHONHASHSEED": "12345"})  # fmt: skip
+    ended, out, err = finishes_while_unready(proc, flag)
+    report = json.loads(out)
+    assert ended and (report["seed"], report["mark"]) == ("12345", None), (report, err)
+    assert report["child"][:2] == ["12345", None], report
+
+
+def test_a_program_rule_for_legacy_gets_the_seed_too(
+    shim: Venv, kernel: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    env, flag = kernel
+    Path(env["URANDOM_SHIM_MACHINE_CONFIG"]).write_text('[[program]]\nmatch = "early-*"\npolicy = "legacy"\n')
+    script = tmp_path / "early-setup.py"
+    script.write_text(REPORT)
+    other = tmp_path / "late-setup.py"
+    other.write_text(REPORT)
+    ended, out, err = finishes_while_unready(start([cli(shim), "run", "--", str(shim.python), str(script)], env), flag)
+    assert ended and json.loads(out)["seed"] is not None, err
+    flag.touch()
+    ended, out, err = finishes_while_unready(
+        start([cli(shim), "run", "--", str(shim.python), str(other)], env), flag, 1
+    )
+    assert not ended and json.loads(out)["seed"] is None, err
+
+
+def test_on_a_ready_kernel_nothing_changes(shim: Venv, tmp_path: Path) -> None:
+    result = subprocess.run([cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c", REPORT],
+                            capture_output=True, text=True, env=clean_env({}), timeout=60)  # fmt: skip
+    report = json.loads(result.stdout)
+    assert (report["seed"], report["mark"]) == (None, None), result.stderr
+    assert report["child"][:2] == [None, None]
+
+
+def test_a_process_with_our_seed_gives_its_children_none_once_the_kernel_is_ready(shim: Venv) -> None:
+    env = {"PYTHONHASHSEED": "4242", "URANDOM_SHIM_HASHSEED": "4242"}
+    result = subprocess.run([str(shim.python), "-c", REPORT], capture_output=True, text=True, env=clean_env(env))
+    report = json.loads(result.stdout)
+    # Started with it, it took it out of its environment at start-up: the kernel is ready, so its children get a
+    # full-strength secret. (Its own hashing used seed 4242: that was decided before any code ran.)
+    assert (report["seed"], report["mark"]) == (None, None), report
+    assert report["child"] == [None, None, 1], report
+    # A seed that is not ours (the mark differs) is the user's, and stays.
+    env["URANDOM_SHIM_HASHSEED"] = "1"
+    result = subprocess.run([str(shim.python), "-c", REPORT], capture_output=True, text=True, env=clean_env(env))
+    assert json.loads(result.stdout)["child"][0] == "4242"
+
+
+def test_the_launcher_never_waits_and_gives_the_caller_back_its_environment(
+    shim: Venv, kernel: tuple[dict[str, str], Path]
+) -> None:
+    env, flag = kernel
+    with open(cli(shim), "rb") as launcher:
+        assert launcher.readline() == b"#!/bin/sh\n"
+    ended, out, err = finishes_while_unready(start([cli(shim), "--version"], env), flag)
+    assert ended and out.startswith("urandom-shim "), err
+    flag.touch()
+    python_cli = str(shim.path / "bin" / "urandom-shim-cli")
+    ended, _out, _err = finishes_while_unready(start([python_cli, "--version"], env), flag, within=1.0)
+    assert not ended, "the Python entry point waits for the kernel: that is why the launcher exists"
+    show = "import os; print([os.environ.get(k) for k in ('PYTHONHASHSEED', 'URANDOM_SHIM_CALLER_HASHSEED', 'URANDOM_SHIM_LAUNCHER')])"
+    for caller, seen in ((None, [None, None, None]), ("99", ["99", None, None]), ("", ["", None, None])):
+        extra: dict[str, Any] = {} if caller is None else {"PYTHONHASHSEED": caller}
+        result = subprocess.run([cli(shim), "run", "--", str(shim.python), "-c", show], capture_output=True,
+                                text=True, env=clean_env(extra), timeout=60)  # fmt: skip
+        assert result.stdout.strip() == repr(seen), (caller, result.stdout, result.stderr)
+
+
+def test_the_launcher_works_through_a_symlink_and_without_path(shim: Venv, tmp_path: Path) -> None:
+    link = tmp_path / "urandom-shim"
+    link.symlink_to(cli(shim))
+    result = subprocess.run([str(link), "--version"], capture_output=True, text=True, env={}, timeout=60)
+    assert result.returncode == 0 and result.stdout.startswith("urandom-shim "), result.stderr
+
+
+def test_status_and_check_say_what_run_does_for_a_start(shim: Venv) -> None:
+    for policy, says in (("legacy", "never waits"), ("pep524", "which may wait")):
+        result = subprocess.run([cli(shim), "check"], capture_output=True, text=True, timeout=60,
+                                env=clean_env({"URANDOM_POLICY": policy}))  # fmt: skip
+        assert "Started by `urandom-shim run` while the CRNG is not ready" in result.stdout
+        assert says in result.stdout, result.stdout
+        status = subprocess.run([cli(shim), "status", "--json"], capture_output=True, text=True, timeout=60,
+                                env=clean_env({"URANDOM_POLICY": policy}))  # fmt: skip
+        assert says in json.loads(status.stdout)["run_start"]
