@@ -137,3 +137,25 @@ FAKE_OPEN(open)
 FAKE_OPEN(open64)
 FAKE_OPENAT(openat)
 FAKE_OPENAT(openat64)
+
+/* What a binary built with _FORTIFY_SOURCE calls instead (Debian's /usr/bin/python3 uses __open64_2). */
+typedef int (*open2_fn)(const char *, int);
+typedef int (*openat2_fn)(int, const char *, int);
+#define FAKE_OPEN_2(name)                                                       \
+    int name(const char *path, int flags) {                                     \
+        static open2_fn real = NULL;                                            \
+        if (real == NULL) real = (open2_fn)dlsym(RTLD_NEXT, #name);             \
+        wait_for_dev_random(path);                                              \
+        return real(path, flags);                                               \
+    }
+#define FAKE_OPENAT_2(name)                                                     \
+    int name(int dir, const char *path, int flags) {                            \
+        static openat2_fn real = NULL;                                          \
+        if (real == NULL) real = (openat2_fn)dlsym(RTLD_NEXT, #name);           \
+        wait_for_dev_random(path);                                              \
+        return real(dir, path, flags);                                          \
+    }
+FAKE_OPEN_2(__open_2)
+FAKE_OPEN_2(__open64_2)
+FAKE_OPENAT_2(__openat_2)
+FAKE_OPENAT_2(__openat64_2)
