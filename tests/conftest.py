@@ -380,6 +380,38 @@ def _version_key(version: str) -> list[int]:
     return [int(n) for n in version.split(".")[:2]]
 
 
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f} s"
+
+
+def _boot_table(terminalreporter: Any) -> None:
+    """One row per real boot (tests/boot): when the CRNG became ready against when each early program started."""
+    rows = _properties(terminalreporter, "boot_result")
+    if not rows:
+        return
+    header = ("kernel", "policy", "crng init done", "early-setup started", "its first line", "early unit")
+    header += ("cloud-init-local started", "its first line", "random password", "failed units", "wall")
+    lines = [header] + [
+        (
+            r["kernel"],
+            r["policy"],
+            _seconds(r["crng"]),
+            _seconds(r["early started"]),
+            _seconds(r["early first line"]),
+            r["early unit"],
+            _seconds(r["cloud-init-local started"]),
+            _seconds(r["cloud-init first line"]),
+            _seconds(r["random password"]),
+            ", ".join(r["failed"]) or "none",
+            f"{r['wall']:.0f} s",
+        )
+        for r in sorted(rows, key=lambda r: (r["kernel"], r["policy"]))
+    ]
+    _table(terminalreporter, "A real Debian boot with systemd and cloud-init (times since boot, the guest's)", lines)
+    for r in sorted(rows, key=lambda r: (r["kernel"], r["policy"])):
+        terminalreporter.write_line(f"{r['kernel']} {r['policy']}: {r['analyze']}")
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Measurements worth reading after a run: the real-kernel boots (tests/kernel), CPython's own test suites
     (tests/test_cpython_suites.py) and the routes to randomness (tests/test_routes.py), one row per boot, run or
@@ -407,6 +439,7 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         table = [("route", *policies)] + [(route, *(row.get(p, "-") for p in policies)) for route, row in cells.items()]
         title = f"Every route to randomness while the CRNG is unready: Python {python}, {kernel}"
         _table(terminalreporter, title, table)
+    _boot_table(terminalreporter)
     rows = _properties(terminalreporter, "kernel_result")
     if not rows:
         return

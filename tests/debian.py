@@ -1,4 +1,5 @@
-"""What the tests install from Debian's packages (qemu, libpython3.X-testsuite), and how they say they can't.
+"""What the tests install from Debian's packages (qemu, libpython3.X-testsuite), how they boot it, and how they say
+they can't.
 
 ``URANDOM_SHIM_KERNEL_REQUIRED=1`` (set by ``tests/run``) makes "can't have it here" a failure rather than a visible
 skip, so that CI can never pass without what it is meant to test.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import re
 import shutil
 import subprocess
 import tempfile
@@ -74,3 +76,50 @@ def apt_install(package: str, present: Callable[[], bool]) -> None:
             apt_get("install", "-y", "-q", "--no-install-recommends", package)
     if not present():
         raise Unavailable(f"{package} is installed but still not usable")
+
+
+QEMU = "qemu-system-x86_64"
+
+
+def qemu() -> Path:
+    """qemu-system-x86_64, installed from Debian's packages if missing."""
+    apt_install("qemu-system-x86", lambda: shutil.which(QEMU) is not None)
+    return Path(str(shutil.which(QEMU)))
+
+
+def kvm_usable() -> bool:
+    """True only with real hardware virtualisation: /dev/kvm opens, the CPU has vmx/svm, and KVM creates a VM.
+
+    On these machines /dev/kvm exists but is not hardware virtualisation, so TCG is the default everywhere.
+    """
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    if not re.search(r"^flags\s*:.*\b(vmx|svm)\b", flags, re.MULTILINE):
+        return False
+    try:
+        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if fcntl.ioctl(fd, 0xAE00) != 12:  # KVM_GET_API_VERSION
+            return False
+        vm = fcntl.ioctl(fd, 0xAE01, 0)  # KVM_CREATE_VM
+        os.close(vm)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def accelerator() -> list[str]:
+    """qemu's accelerator arguments: ``URANDOM_SHIM_KERNEL_ACCEL=tcg|kvm`` forces one, else KVM only if it is real.
+
+    Under KVM the guest must not see RDRAND/RDSEED, or the kernel could seed itself from the CPU.
+    """
+    wanted = os.environ.get("URANDOM_SHIM_KERNEL_ACCEL", "")
+    if wanted == "kvm" or (not wanted and kvm_usable()):
+        return ["-accel", "kvm", "-cpu", "host,-rdrand,-rdseed"]
+    return ["-accel", "tcg", "-cpu", "qemu64"]

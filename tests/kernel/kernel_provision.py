@@ -1,6 +1,7 @@
-"""What the real-kernel tests need from Debian: qemu, a kernel with its modules, and a static busybox.
+"""What the real-kernel tests need from Debian besides qemu (``debian.qemu``): a kernel with its modules, and a static
+busybox.
 
-qemu-system-x86 is installed with apt (``--no-install-recommends``). The kernel and busybox are never installed: their
+The kernel and busybox are never installed: their
 packages are fetched with ``apt-get download`` and unpacked with ``dpkg -x`` into a cache directory outside the
 repository, so ``/boot`` and the host's own busybox are never touched. The cache survives between runs:
 ``URANDOM_SHIM_KERNEL_CACHE``, else ``$XDG_CACHE_HOME/urandom-shim/kernel``, else ``~/.cache/urandom-shim/kernel``.
@@ -8,16 +9,14 @@ repository, so ``/boot`` and the host's own busybox are never touched. The cache
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
 import shutil
 from pathlib import Path
 
-from debian import Lock, Unavailable, apt_get, apt_install, run
+from debian import Lock, Unavailable, apt_get, run
 
 KERNEL_PACKAGE = "linux-image-cloud-amd64"  # a metapackage: it depends on the current linux-image-*-cloud-amd64
-QEMU = "qemu-system-x86_64"
 
 #: The virtio-rng scenario loads the PCI transport and the driver, with what they depend on.
 RNG_MODULES = ("virtio_pci", "virtio-rng")
@@ -32,12 +31,6 @@ def cache_dir() -> Path:
         path = base / "urandom-shim" / "kernel"
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def qemu() -> Path:
-    """qemu-system-x86_64, installed from Debian's packages if missing."""
-    apt_install("qemu-system-x86", lambda: shutil.which(QEMU) is not None)
-    return Path(str(shutil.which(QEMU)))
 
 
 def _unpacked(package: str) -> Path:
@@ -118,41 +111,3 @@ def busybox() -> Path:
     if not path.exists():
         raise Unavailable(f"busybox-static unpacked without {path}")
     return path
-
-
-def kvm_usable() -> bool:
-    """True only with real hardware virtualisation: /dev/kvm opens, the CPU has vmx/svm, and KVM creates a VM.
-
-    On these machines /dev/kvm exists but is not hardware virtualisation, so TCG is the default everywhere.
-    """
-    try:
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    if not re.search(r"^flags\s*:.*\b(vmx|svm)\b", flags, re.MULTILINE):
-        return False
-    try:
-        fd = os.open("/dev/kvm", os.O_RDWR | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        if fcntl.ioctl(fd, 0xAE00) != 12:  # KVM_GET_API_VERSION
-            return False
-        vm = fcntl.ioctl(fd, 0xAE01, 0)  # KVM_CREATE_VM
-        os.close(vm)
-        return True
-    except OSError:
-        return False
-    finally:
-        os.close(fd)
-
-
-def accelerator() -> list[str]:
-    """qemu's accelerator arguments: ``URANDOM_SHIM_KERNEL_ACCEL=tcg|kvm`` forces one, else KVM only if it is real.
-
-    Under KVM the guest must not see RDRAND/RDSEED, or the kernel could seed itself from the CPU.
-    """
-    wanted = os.environ.get("URANDOM_SHIM_KERNEL_ACCEL", "")
-    if wanted == "kvm" or (not wanted and kvm_usable()):
-        return ["-accel", "kvm", "-cpu", "host,-rdrand,-rdseed"]
-    return ["-accel", "tcg", "-cpu", "qemu64"]

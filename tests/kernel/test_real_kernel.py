@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import debian
 import kernel_image
 import kernel_provision
 import pytest
@@ -45,10 +46,10 @@ FOLLOW_UPS = ("secrets.wait_for_system_rng()", "secrets.token_hex(16)")
 
 class Host:
     def __init__(self) -> None:
-        self.qemu = kernel_provision.qemu()
+        self.qemu = debian.qemu()
         self.kernel = kernel_provision.kernel()
         self.busybox = kernel_provision.busybox()
-        self.accel = kernel_provision.accelerator()
+        self.accel = debian.accelerator()
 
 
 @pytest.fixture(scope="session")
