@@ -409,7 +409,7 @@ def _boot_table(terminalreporter: Any) -> None:
     ]
     _table(terminalreporter, "A real Debian boot with systemd and cloud-init (times since boot, the guest's)", lines)
     for r in sorted(rows, key=lambda r: (r["kernel"], r["policy"])):
-        terminalreporter.write_line(f"{r['kernel']} {r['policy']}: {r['analyze']}")
+        terminalreporter.write_line(f"{r['kernel']} {r['policy']}: {r['analyze']} (qemu {r['qemu']})")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
