@@ -362,8 +362,8 @@ def test_check_for_something_that_is_neither_a_script_nor_a_module_is_a_usage_er
     assert code == 2 and out == ""
     assert err.startswith("usage: urandom-shim check")
     assert err.splitlines()[-1] == (
-        "urandom-shim check: error: --for 'my app' is neither a script (a path that exists, or ends in .py) nor a "
-        "module name such as 'app.main'"
+        "urandom-shim check: error: --for 'my app' is neither a script (a path that exists, or ends in .py), a "
+        "command on PATH, nor a module name such as 'app.main' (write '-m app.main' to say it is one)"
     )
 
 

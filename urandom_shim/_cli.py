@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import textwrap
 
@@ -345,23 +346,40 @@ def _crng_phrase(state: str) -> str:
 
 
 def _program(target: str | None) -> tuple[_sources.Invocation, str]:
-    """Who to resolve for: a script path, an ``-m`` module name, or (None) ``python -c`` in the current directory."""
+    """Who to resolve for: a script path, ``-m NAME`` (a module, explicitly), a console script or other command on
+    ``PATH``, a module name, or (None) ``python -c`` in the current directory."""
     cwd = _cwd()
     if target is None:
-        return _sources.Invocation(cwd, None), "python -c" + (f" in {cwd}" if cwd else "")
-    looks_like_path = os.sep in target or target.endswith(".py") or os.path.exists(target)
-    if looks_like_path:
+        return _sources.Invocation(cwd, None, rule="-c: the current directory"), "python -c" + (
+            f" in {cwd}" if cwd else ""
+        )
+    explicit_module = target.startswith("-m")
+    name = target[2:].strip() if explicit_module else target
+    is_module_name = bool(name) and all(part.isidentifier() for part in name.split("."))
+    in_cwd = f" in {cwd}" if cwd else ""
+    if explicit_module:
+        if not is_module_name:
+            raise UsageError(f"--for {target!r}: after -m comes a module name such as 'app.main'")
+        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
+    if os.sep in target or target.endswith((".py", ".pyz")) or os.path.isfile(target):
         return _sources.invocation([target]), f"python {target}"
-    if all(part.isidentifier() for part in target.split(".")):
-        return _sources.Invocation(cwd, target), f"python -m {target}" + (f" in {cwd}" if cwd else "")
+    command = shutil.which(target)
+    if command is not None:  # a console script or other program on PATH, as the shell would find it
+        return _sources.invocation([command]), f"{target} (found on PATH: {command})"
+    if is_module_name:  # a package directory here is still a module name: `python -m` is what runs it
+        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
+    if os.path.isdir(target):
+        return _sources.invocation([target]), f"python {target}"
     raise UsageError(
-        f"--for {target!r} is neither a script (a path that exists, or ends in .py) nor a module name such as "
-        "'app.main'"
+        f"--for {target!r} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module "
+        "name such as 'app.main' (write '-m app.main' to say it is one)"
     )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    who, described = _program(args.target)
+    if args.module is not None and args.target is not None:
+        raise UsageError("give --for or --module, not both")
+    who, described = _program(args.target if args.module is None else f"-m {args.module}")
     problems: list[str] = []
     _simulation_facts(problems)
     trace: list[tuple[str, list[str]]] = []
@@ -372,6 +390,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             {
                 "resolved_for": described,
                 "program": who.program,
+                "project_rule": who.rule,
                 "sources": [{"source": label, "notes": notes} for label, notes in trace],
                 "settings": {k: {"value": v, "source": s} for k, (v, s) in settings.as_dict().items()},
                 "policy": settings.policy_value.name,
@@ -381,7 +400,8 @@ def cmd_check(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_PROBLEMS if problems else 0
-    lines = [f"Configuration for `{described}`", "", "Sources tried, highest precedence first"]
+    lines = [f"Configuration for `{described}`", f"Where its project is: {who.rule}", ""]
+    lines += ["Sources tried, highest precedence first"]
     source_rows: list[tuple[str, ...]] = []
     for label, notes in trace:
         source_rows.append((label, notes[0] if notes else "nothing of ours"))
@@ -696,6 +716,8 @@ examples:
   urandom-shim check
   urandom-shim check --for /usr/local/bin/cloud-setup.py
   urandom-shim check --for app.main          # as `python -m app.main` would see it
+  urandom-shim check --for app-cli           # a console script on PATH: its target module's project
+  urandom-shim check --module app            # as `python -m app`, even with an app/ directory here
 """
 
 WAIT_HELP = """\
@@ -773,8 +795,14 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub.add_argument(
         "--for",
         dest="target",
-        metavar="SCRIPT_OR_MODULE",
-        help="a script path, or a module name as given to python -m (default: python -c, here)",
+        metavar="PROGRAM",
+        help="a script path, a command on PATH (a console script), or a module name as given to python -m "
+        "(default: python -c, here)",
+    )
+    sub.add_argument(
+        "--module",
+        metavar="MODULE",
+        help="resolve for python -m MODULE, even where a file, directory or command has that name",
     )
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     subs["check"] = sub

@@ -432,7 +432,7 @@ def resolve(
         guarded(label, read_named)
     else:
         tried(f"environment variable {ENV_CONFIG}", ignored if ignore_environment else "not set")
-    # 3. The project's pyproject.toml.
+    # 3. The project's pyproject.toml, found walking up from where the program's code is (_sources.invocation).
     if ignore_environment or who.anchor is None:
         tried("the project's pyproject.toml", ignored if ignore_environment else "no directory to look from")
     else:
@@ -453,6 +453,19 @@ def resolve(
                 tried(f"{path} [{_sources.TABLE}]", "no such table in the nearest pyproject.toml")
 
         guarded("the project's pyproject.toml", read_project)
+    # 3b. The file the program's top-level package ships: what an installed app carries, where no pyproject is.
+    if who.package is not None and not ignore_environment:
+        package_file = os.path.join(who.package, _sources.PACKAGE_FILE)
+        package_label = f"{package_file} (the app's package file)"
+
+        def read_package() -> None:
+            layer = _sources.read_file(package_file, package_label, required=False)
+            if layer is not None:
+                resolution.layer(layer, admin=False, program=program)
+            else:
+                tried(package_label, "absent")
+
+        guarded(package_label, read_package)
     # 4. The user's file.
     user_path = _sources.user_file(environ, ignore_environment)
     user_label = f"{user_path} (user file)"

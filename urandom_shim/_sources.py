@@ -12,6 +12,7 @@ exist, because the user asked for it.
 from __future__ import annotations
 
 import os
+import stat
 import sys
 
 TYPE_CHECKING = False
@@ -188,14 +189,101 @@ _MISSING_ARGV: object = object()
 
 class Invocation:
     """What started this interpreter, as it matters to configuration: where to look for a pyproject, and the program
-    name that ``[[program]]`` rules match (a script's file name, or an ``-m`` module's name)."""
+    name that ``[[program]]`` rules match (a script's file name, or an ``-m`` module's name).
 
-    __slots__ = ("anchor", "problem", "program")
+    ``rule`` says in words how ``anchor`` was chosen (``check`` prints it); ``package`` is the directory of the
+    program's top-level package, where an installed app carries its own table (:data:`PACKAGE_FILE`), if the
+    program is a package found on ``sys.path``."""
 
-    def __init__(self, anchor: str | None, program: str | None, problem: str | None = None) -> None:
+    __slots__ = ("anchor", "package", "problem", "program", "rule")
+
+    def __init__(
+        self,
+        anchor: str | None,
+        program: str | None,
+        problem: str | None = None,
+        rule: str = "the current directory",
+        package: str | None = None,
+    ) -> None:
         self.anchor = anchor
         self.program = program
         self.problem = problem
+        self.rule = rule
+        self.package = package
+
+
+#: The file an installed app ships inside its top-level package to carry its ``[tool.urandom-shim]`` settings
+#: (the same keys, at the top level): a wheel does not install ``pyproject.toml``, but it installs package data.
+PACKAGE_FILE = "urandom-shim.toml"
+#: The largest console-script launcher we read: pip's and uv's are about 250 bytes.
+LAUNCHER_MAX = 2048
+
+
+def find_module(module: str, path: list[str]) -> tuple[str | None, str | None]:
+    """(anchor, package): where ``module``'s top-level package or module lives on ``path``, found by looking at the
+    file system the way Python's path finder does for plain directories, without importing anything.
+
+    For a package, the anchor is its directory and ``package`` is the same; for a single-file module, the anchor is
+    the directory holding it. (None, None) when it is not found there: a zip, an import hook (some editable
+    installs), or not installed."""
+    top = module.split(".")[0]
+    if not top.isidentifier():
+        return None, None
+    for entry in path:
+        if not isinstance(entry, str):
+            continue
+        try:
+            base = os.path.join(entry or os.getcwd(), top)
+            if os.path.isdir(base) and (
+                os.path.isfile(os.path.join(base, "__init__.py")) or os.path.isfile(os.path.join(base, "__main__.py"))
+            ):
+                return os.path.realpath(base), os.path.realpath(base)
+            if os.path.isfile(base + ".py"):
+                return os.path.realpath(entry or os.getcwd()), None
+        except (OSError, ValueError):  # an unreadable entry, or one with a NUL byte
+            continue
+    return None, None
+
+
+def launcher_target(script: str) -> str | None:
+    """The module a console-script launcher imports, if ``script`` is one: the small Python file pip and uv write
+    into ``bin/`` (a shebang, ``from MODULE import FUNC``, ``if __name__ == "__main__":`` and ``sys.exit(FUNC())``).
+    None for anything else, so an ordinary script that happens to import something keeps its own directory."""
+    try:
+        # Only a regular file: `python /dev/stdin` must not lose its program to us, nor a FIFO block the start.
+        if not stat.S_ISREG(os.stat(script).st_mode):
+            return None
+        with open(script, "rb") as handle:
+            data = handle.read(LAUNCHER_MAX + 1)
+    except (OSError, ValueError):
+        return None
+    if len(data) > LAUNCHER_MAX or not data.startswith(b"#!"):
+        return None
+    try:
+        lines = data.decode("utf-8").splitlines()
+    except UnicodeDecodeError:
+        return None
+    imports = [line.split() for line in lines if line.startswith("from ")]
+    if len(imports) != 1 or len(imports[0]) != 4 or imports[0][2] != "import":
+        return None
+    module, function = imports[0][1], imports[0][3]
+    if not all(part.isidentifier() for part in module.split(".")) or not function.isidentifier():
+        return None
+    body = "\n".join(lines)
+    if "if __name__ == " not in body or f"sys.exit({function}())" not in body:
+        return None
+    return module
+
+
+def module_invocation(module: str | None, cwd: str | None, program: str | None, how: str) -> Invocation:
+    """The invocation of ``python -m module``: walk up from the module's top-level package, found where Python will
+    look for it (the current directory, then ``sys.path``); else from ``cwd``."""
+    if module is None:
+        return Invocation(cwd, program, rule=f"{how}: the current directory (the module name is not known)")
+    anchor, package = find_module(module, ([cwd] if cwd is not None else []) + list(sys.path))
+    if anchor is None:
+        return Invocation(cwd, program, rule=f"{how}: the current directory ({module} was not found on sys.path)")
+    return Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
 
 
 def _module_from_command_line() -> str | None:
@@ -259,11 +347,31 @@ def command_invocation(command: list[str]) -> Invocation:
     return Invocation(cwd, target if kind == "-m" else None)
 
 
+#: Set by the pytest plugin for the run: (directory, rule). The project under test is pytest's own rootdir, however
+#: pytest was started (``pytest``, ``python -m pytest``, from a subdirectory), not where the pytest module lives.
+_project_root: tuple[str, str] | None = None
+
+
+def set_project_root(directory: str | None, rule: str = "") -> None:
+    """Make ``directory`` the project of this process (None: back to the rules of :func:`invocation`)."""
+    global _project_root
+    _project_root = None if directory is None else (directory, rule)
+
+
 def invocation(argv: object = None) -> Invocation:
     """Work out the anchor directory and program name from ``sys.argv`` (or ``argv``), whatever shape it has.
 
     Without ``argv``, uses what start-up recorded (``sys.argv`` and the current directory as they were while the
-    ``.pth`` ran), so that configuration read later still sees how the interpreter was started."""
+    ``.pth`` ran), so that configuration read later still sees how the interpreter was started; and, under the
+    pytest plugin, pytest's rootdir as the project."""
+    found = _invocation(argv)
+    if argv is None and _project_root is not None:
+        directory, rule = _project_root
+        return Invocation(directory, found.program, found.problem, rule)
+    return found
+
+
+def _invocation(argv: object = None) -> Invocation:
     gone = "the current directory no longer exists; ignoring project settings."
     cwd: str | None = None
     recorded = getattr(sys, "_urandom_shim_invocation", None) if argv is None else None
@@ -288,22 +396,36 @@ def invocation(argv: object = None) -> Invocation:
     if not isinstance(first, str):
         return Invocation(cwd, None, f"sys.argv[0] is {first!r}, not a string; looking for pyproject.toml from {cwd}.")
     if first == "-m":
-        return Invocation(cwd, _module_from_command_line())
+        module = _module_from_command_line()
+        return module_invocation(module, cwd, module, f"-m {module}")
     if first in ("", "-", "-c"):
-        return Invocation(cwd, None)
+        return Invocation(cwd, None, rule="-c, stdin or the REPL: the current directory")
     given = os.path.join(cwd, first)
     program = os.path.basename(os.path.normpath(given))  # a symlink's own name is what [[program]] rules match
     script = os.path.realpath(given)  # ... but Python runs the target, from the target's directory
-    if os.path.isdir(script):
-        return Invocation(script, program)  # a directory run as a program (python app/)
+    if not os.path.exists(script) and os.path.exists(given):
+        script = given  # a magic link such as /dev/stdin, whose target (pipe:[…]) is not a path
+    if os.path.isdir(script):  # a directory run as a program (python app/)
+        return Invocation(script, program, rule="a directory: the directory itself")
     if not os.path.exists(script):
         return Invocation(
             os.path.dirname(script),
             program,
             f"sys.argv[0] names {first!r}, which does not exist; looking for pyproject.toml from "
             f"{os.path.dirname(script)}.",
+            rule="a script: the directory holding it",
         )
-    return Invocation(os.path.dirname(script), program)
+    target = launcher_target(script)
+    if target is not None:
+        how = f"console script {program}, which runs {target}"
+        anchor, package = find_module(target, list(sys.path))
+        if anchor is not None:
+            return Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
+        return Invocation(
+            os.path.dirname(script), program, rule=f"{how}: the launcher's directory ({target} is not on sys.path)"
+        )
+    kind = "a zipapp" if script.endswith((".pyz", ".zip")) else "a script"
+    return Invocation(os.path.dirname(script), program, rule=f"{kind}: the directory holding it")
 
 
 def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
@@ -340,6 +462,31 @@ def mentions_our_table(data: bytes) -> bool:
     return b"urandom-shim" in data or b"\\u" in data or b"\\U" in data or b"\\x" in data
 
 
+#: Spellings close enough to ``urandom-shim`` to be a mistake for it, once lower-cased and stripped of ``-``, ``_``
+#: and ``.``: ``[tool.urandom_shim]``, ``[tool.urandomshim]``, ``[tool.urandom-shims]``, ``[tool.Urandom-Shim]``.
+NEAR_MISSES = ("urandomshim", "urandomshims", "urandomshimconfig")
+
+
+def may_hold_near_miss(data: bytes) -> bool:
+    """Whether a pyproject without our exact table name may hold a near miss of it (cheap, before any parse)."""
+    lowered = data.lower()
+    return b"urandom" in lowered and b"shim" in lowered
+
+
+def near_miss(document: Mapping[str, object]) -> str | None:
+    """The ``[tool.…]`` name in ``document`` that looks like a misspelling of ours, if any."""
+    tool = document.get("tool")
+    if not isinstance(tool, dict):
+        return None
+    for key in tool:
+        if key == "urandom-shim" or not isinstance(key, str):
+            continue
+        squashed = "".join(ch for ch in key.lower() if ch not in "-_. ")
+        if squashed in NEAR_MISSES:
+            return key
+    return None
+
+
 def read_pyproject(path: str) -> Layer | None:
     """The ``[tool.urandom-shim]`` table, or None when the pyproject has none. A pyproject without our name in it
     is not parsed at all."""
@@ -349,7 +496,7 @@ def read_pyproject(path: str) -> Layer | None:
     if data is None:
         layer.problems.extend([problem] if problem else [])
         return layer if problem else None
-    if not mentions_our_table(data):
+    if not mentions_our_table(data) and not may_hold_near_miss(data):
         return None  # not ours: no TOML parse
     problem = _too_big(data, label, IGNORED)
     document = None
@@ -361,7 +508,14 @@ def read_pyproject(path: str) -> Layer | None:
     assert document is not None
     table = document.get("tool", {}).get("urandom-shim") if isinstance(document.get("tool"), dict) else None
     if table is None:
-        return None
+        missed = near_miss(document)
+        if missed is None:
+            return None
+        layer.problems.append(
+            f"{path}: has a table [tool.{missed}], which urandom-shim does not read: did you mean "
+            f"[tool.urandom-shim]? Ignoring it."
+        )
+        return layer
     if not isinstance(table, dict):
         layer.problems.append(
             f"{label}: is a {type(table).__name__} ({shorten(table)}), but it must be a table: write "

@@ -275,6 +275,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # The project under test is pytest's: its configuration file's directory, else its rootdir. The same for
+    # `pytest` and `python -m pytest`, and from any subdirectory.
+    from . import _sources
+
+    inipath = getattr(config, "inipath", None)
+    if inipath is not None:
+        _sources.set_project_root(str(inipath.parent), f"pytest: the directory of its configuration file, {inipath}")
+    else:
+        _sources.set_project_root(str(config.rootpath), f"pytest: its rootdir, {config.rootpath}")
     config.addinivalue_line(
         "markers",
         "urandom(policy=None, unready=True, **options): run the test under an urandom-shim policy, with the "
@@ -294,6 +303,12 @@ def pytest_configure(config: pytest.Config) -> None:
                     parse(str(value))
             except InvalidValue as exc:
                 raise pytest.UsageError(f"urandom-shim: {option}={exc}") from None
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    from . import _sources
+
+    _sources.set_project_root(None)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
