@@ -5,6 +5,7 @@ point exactly as in a user's project.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -329,3 +330,74 @@ def test_p_no_urandom_shim_disables_the_plugin(pytester: pytest.Pytester, suite:
     marked = suite("-p", "no:urandom_shim", "--strict-markers", "-k", "nothing", "--urandom-policy=pep522")
     assert marked.ret == pytest.ExitCode.USAGE_ERROR
     marked.stderr.fnmatch_lines(["*unrecognized arguments: --urandom-policy=pep522*"])
+
+
+def test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once(
+    pytester: pytest.Pytester, suite: Any
+) -> None:
+    """The testing how-to's `pytest --urandom-policy=pep522`: `secrets` waits under pep522, and in suite mode the
+    simulated CRNG never becomes ready, so such a test used to hang forever with its warning captured."""
+    pytester.makepyfile(
+        """
+        import os, secrets, threading, time, pytest
+
+        def test_secrets_would_wait_forever():
+            secrets.token_hex(8)
+
+        def test_os_urandom_raises_as_pep522_says():
+            with pytest.raises(BlockingIOError):
+                os.urandom(8)
+
+        @pytest.mark.urandom(policy="pep524")
+        def test_the_marker_is_bounded_too():
+            os.urandom(8)
+
+        def test_the_fixture_is_bounded_too(urandom_policy, system_rng):
+            urandom_policy("pep524")
+            system_rng.unready()
+            os.urandom(8)
+
+        def test_a_window_that_ends_is_waited_out(system_rng):
+            system_rng.ready_after(0.3)
+            began = time.monotonic()
+            secrets.token_hex(8)
+            assert 0.2 < time.monotonic() - began < 10
+
+        def test_a_wait_another_thread_could_end_is_bounded(system_rng, monkeypatch):
+            import urandom_shim.pytest_plugin as plugin
+
+            monkeypatch.setattr(plugin, "WAIT_BOUND", 0.5)  # 60 s in real use
+            stop = threading.Event()
+            threading.Thread(target=stop.wait, daemon=True).start()
+            try:
+                secrets.token_hex(8)
+            finally:
+                stop.set()
+
+        @pytest.mark.urandom(policy="pep524", timeout=0.2)
+        def test_a_policy_timeout_still_ends_the_wait_as_configured():
+            with pytest.raises(BlockingIOError):
+                os.urandom(8)
+        """
+    )
+    result = suite("--urandom-policy=pep522", timeout=300)
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("failed"), outcomes.get("passed")) == (4, 3), result.stdout.str()[-4000:]
+    assert result.duration < 60, result.duration  # no wait was sat out
+    text = result.stdout.str()
+    for test, origin, policy in (
+        ("test_secrets_would_wait_forever", "--urandom-policy", "policy 'pep522'"),
+        ("test_the_marker_is_bounded_too", "@pytest.mark.urandom", "policy 'pep524'"),
+        ("test_the_fixture_is_bounded_too", "urandom_policy()", "policy 'pep524'"),
+    ):
+        assert f"FAILED test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once.py::{test}" in text
+        assert (
+            f"urandom-shim: a call for randomness would wait forever for the simulated kernel CRNG: nothing in this "
+            f"test will ever make it ready (under {policy}, from {origin}). Mark the test" in " ".join(text.split())
+        ), text[-4000:]
+    assert re.search(
+        r"urandom-shim: a call for randomness waited 0\.[5-9] s \(the plugin's bound\) for the simulated kernel "
+        r"CRNG: no other thread of the test has called system_rng\.ready\(\) \(under policy 'pep522', from "
+        r"--urandom-policy\)",
+        " ".join(text.split()),
+    ), text[-4000:]

@@ -213,6 +213,8 @@ def wait(
         slice_ = min(limits) if limits else None
         sim = _simulation.current()
         if sim is not None and sim.unready():
+            if sim.watcher is not None:
+                sim.watcher(now - start, timeout)
             interval = sim.poll_interval()
             time.sleep(interval if slice_ is None else max(0.0, min(interval, slice_)))
         elif kernel_state() == UNREADY:

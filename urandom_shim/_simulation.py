@@ -26,6 +26,10 @@ from __future__ import annotations
 import os
 import time
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable
+
 ENV = "URANDOM_SHIM_SIMULATE"
 
 FORMS = (
@@ -39,12 +43,16 @@ FORMS = (
 class Simulation:
     """One parsed simulation. ``unready()`` answers whether the simulated CRNG is still uninitialised."""
 
-    __slots__ = ("deadline", "path", "spec")
+    __slots__ = ("deadline", "path", "spec", "watcher")
 
     def __init__(self, spec: str, *, path: str | None = None, deadline: float | None = None) -> None:
         self.spec = spec
         self.path = path
         self.deadline = deadline
+        #: Called with the seconds waited so far and the wait's timeout (None: none), each time a wait in this
+        #: process looks again while the simulated CRNG is unready. The pytest plugin sets it to end a wait that
+        #: nothing can end (it raises).
+        self.watcher: Callable[[float, float | None], None] | None = None
 
     def unready(self) -> bool:
         if self.path is not None:

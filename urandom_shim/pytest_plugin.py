@@ -44,6 +44,17 @@ VARIABLES = (
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
 PATCHED_MODULES = ("posix", "os", "random", "secrets", "urllib.request")
 OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances")
+#: The longest a wait may last in a test whose simulated CRNG something could still make ready (a ready_after()
+#: timer, or another thread holding system_rng). Past it the test fails rather than hang the run; a wait that
+#: nothing can end fails at once.
+WAIT_BOUND = 60.0
+#: What to do about a wait that can't end, in every message that ends one.
+REMEDIES = (
+    "Mark the test with @pytest.mark.urandom(unready=False), or with a policy that does not wait (pep522 or "
+    "legacy; under pep522 only secrets waits); call system_rng.ready_after(SECONDS) before the call; or give waits a "
+    "timeout (--urandom-timeout=SECONDS, or timeout=SECONDS on the marker or urandom_policy()), after which the call "
+    "raises BlockingIOError."
+)
 
 
 class SystemRNG:
@@ -97,6 +108,10 @@ class _TestState:
         self.overrides: dict[str, Any] | None = None
         self.flag: str | None = None
         self.timers: list[Any] = []
+        #: Whether the test holds ``system_rng`` (so another of its threads may make the CRNG ready), and where
+        #: its policy came from, for the message that ends a wait.
+        self.handle_given = False
+        self.origin = "urandom_policy()"
 
     # -- the policy ------------------------------------------------------------------------------------------------
 
@@ -130,9 +145,34 @@ class _TestState:
             os.close(handle)
         elif not os.path.exists(self.flag):
             open(self.flag, "w").close()
-        self._simulation.override(self._simulation.parse(f"unready-until-file:{self.flag}"))
+        simulation = self._simulation.parse(f"unready-until-file:{self.flag}")
+        simulation.watcher = self._watch
+        self._simulation.override(simulation)
         self._readiness.reset()
         self._apply()
+
+    def _watch(self, waited: float, timeout: float | None) -> None:
+        """Called by every wait on this test's simulated CRNG: fail the test rather than let the run hang."""
+        import threading
+
+        if timeout is not None and timeout <= WAIT_BOUND:
+            return  # the wait ends by itself (BlockingIOError, or a fallback)
+        if any(timer.is_alive() for timer in self.timers):
+            bound, why = WAIT_BOUND, "system_rng.ready_after() has not made it ready yet"
+        elif self.handle_given and threading.active_count() > 1:
+            bound, why = WAIT_BOUND, "no other thread of the test has called system_rng.ready()"
+        else:
+            bound, why = 0.0, "nothing in this test will ever make it ready"
+        if waited < bound:
+            return
+        policy = (self.overrides or {}).get("policy")
+        under = f"policy {policy!r}" if policy else "the project's configured policy"
+        waited_for = f"waited {waited:.1f} s (the plugin's bound) for" if bound else "would wait forever for"
+        pytest.fail(
+            f"urandom-shim: a call for randomness {waited_for} the simulated kernel CRNG: {why} (under {under}, "
+            f"from {self.origin}). {REMEDIES}",
+            pytrace=False,
+        )
 
     def ready(self) -> None:
         self._cancel_timers()
@@ -217,6 +257,7 @@ def _urandom_shim_state() -> Iterator[_TestState]:
 @pytest.fixture
 def system_rng(_urandom_shim_state: _TestState) -> SystemRNG:
     """The simulated kernel CRNG for this test: ``unready()``, ``ready()``, ``ready_after(seconds)``, ``state``."""
+    _urandom_shim_state.handle_given = True
     return SystemRNG(_urandom_shim_state)
 
 
@@ -225,6 +266,7 @@ def urandom_policy(_urandom_shim_state: _TestState) -> Callable[..., None]:
     """A callable, ``urandom_policy("pep522", timeout=1.0)``: that policy for the rest of the test."""
 
     def apply(policy: str | None = None, **options: Any) -> None:
+        _urandom_shim_state.origin = "urandom_policy()"
         _urandom_shim_state.set_policy(policy, options)
 
     return apply
@@ -247,6 +289,7 @@ def _urandom_shim_marker(request: pytest.FixtureRequest) -> Iterator[None]:
     else:
         policy, options, unready = suite_policy, _suite_options(request.config), True
     state: _TestState = request.getfixturevalue("_urandom_shim_state")
+    state.origin = "@pytest.mark.urandom" if marker is not None else "--urandom-policy"
     if unready:
         state.unready()
     state.set_policy(policy, options)
