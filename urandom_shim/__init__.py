@@ -25,6 +25,7 @@ __all__ = [
     "deactivate",
     "is_system_rng_ready",
     "system_rng_state",
+    "urandom",
     "wait_for_system_rng",
 ]
 
@@ -110,6 +111,22 @@ def wait_for_system_rng(timeout: "float | None" = None) -> bool:
     from . import _activation
 
     return _activation.wait_for_system_rng(timeout)
+
+
+def urandom(size: int, *, block: bool = True, timeout: "float | None" = None) -> bytes:
+    """``size`` random bytes from the kernel, with the waiting chosen per call, whatever the configured policy.
+
+    ``urandom(16)`` waits until the kernel's random number generator is initialised (PEP 524's semantics);
+    ``urandom(16, block=False)`` raises ``BlockingIOError`` (PEP 522's) if it is not; ``urandom(16, timeout=2.0)``
+    waits at most 2 s, then raises ``BlockingIOError``. It never returns bytes from an uninitialised generator, under
+    any policy. Ctrl-C interrupts the wait. Where the kernel can't say (not Linux), it is ``os.urandom``.
+    """
+    from . import _activation
+
+    result = _activation.urandom_or_error(size, block, timeout)
+    if isinstance(result, BaseException):
+        raise result
+    return result
 
 
 def _add_to_secrets(module: "ModuleType") -> None:

@@ -224,10 +224,7 @@ class Engine:
         return f"urandom-shim policy '{policy.value}' (from {policy.source})"
 
     def _simulation_note(self) -> str:
-        sim = _simulation.current()
-        if sim is None:
-            return ""
-        return f" (The unready state is simulated by URANDOM_SHIM_SIMULATE={sim.spec}.)"
+        return simulation_note()
 
     def _warn_waiting(self, call: str, elapsed: float) -> None:
         key = "wait:" + call.partition("(")[0]
@@ -259,6 +256,14 @@ class Engine:
         )
         error.errno = 11
         return error
+
+
+def simulation_note() -> str:
+    """The sentence every message about an unready CRNG ends with when the unready state is simulated."""
+    sim = _simulation.current()
+    if sim is None:
+        return ""
+    return f" (The unready state is simulated by URANDOM_SHIM_SIMULATE={sim.spec}.)"
 
 
 def _best_effort_seed_or_none() -> int | None:
@@ -380,3 +385,52 @@ def wait_for_system_rng(timeout: float | None = None) -> bool:
         warn_after=warn_after,  # type: ignore[arg-type]
         warn=lambda elapsed: engine._warn_waiting(call, elapsed),
     )
+
+
+def urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | BaseException:
+    """See :func:`urandom_shim.urandom`: the bytes, or the exception for it to raise (so that the traceback shows the
+    one frame the caller called)."""
+    import operator
+
+    try:
+        size = operator.index(size)
+    except TypeError:
+        return TypeError(f"size must be an integer, not {type(size).__name__}")
+    if size < 0:
+        return ValueError("negative argument not allowed")
+    if timeout is not None:
+        if block is False:
+            return ValueError("block=False never waits, so it takes no timeout")
+        try:
+            timeout = float(timeout)
+        except (TypeError, ValueError):
+            return ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+        if timeout != timeout or timeout < 0:
+            return ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    if _readiness.is_ready():
+        return _patching.NATIVE_URANDOM(size)
+    note = simulation_note()
+    if not block:
+        error = BlockingIOError(
+            f"{PEP522_TEXT}. urandom_shim.urandom({size}, block=False) was called before the kernel's random number "
+            f"generator was initialised. Call it without block=False to wait, or call "
+            f"secrets.wait_for_system_rng() first.{note}"
+        )
+        error.errno = 11
+        return error
+    settings = current_settings()
+    call = f"urandom_shim.urandom({size})"
+    engine = _engine or Engine(settings)
+    ready = _readiness.wait(
+        timeout,
+        warn_after=settings.warn_after.value,  # type: ignore[arg-type]
+        warn=lambda elapsed: engine._warn_waiting(call, elapsed),
+    )
+    if not ready:
+        error = BlockingIOError(
+            f"{PEP522_TEXT}. urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's "
+            f"random number generator. Raise the timeout, or {ENTROPY_HINT}.{note}"
+        )
+        error.errno = 11
+        return error
+    return _patching.NATIVE_URANDOM(size)
