@@ -53,6 +53,17 @@ def _same_file(a: str, b: str) -> bool:
 def _activate() -> None:
     if "_urandom_shim_boot" in sys.modules or os.environ.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
         return  # urandom_shim.pth already ran here (it is installed in this environment), or the kill switch is on
+    if sys.version_info < (3, 8):  # noqa: UP036 - this file parses on 3.6 and 3.7, where `run` may be pointed
+        policy = os.environ.get("URANDOM_POLICY", "")
+        asked = f"policy {policy!r}" if policy else "its settings"
+        version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+        _say(
+            f"Python {version} is not supported (urandom-shim needs 3.8 or later), so `urandom-shim run` cannot "
+            f"apply {asked} in this interpreter. The program runs with Python {version}'s own os.urandom(), which "
+            "waits for the kernel's random number generator and never returns weak bytes. Run it with Python 3.8 "
+            "or later to apply the policy."
+        )
+        return
     home = os.environ.get("URANDOM_SHIM_HOME", "")
     found = bool(home) and os.path.isfile(os.path.join(home, "_urandom_shim_boot.py"))
     if found:
