@@ -134,3 +134,22 @@ def test_bad_arguments_raise_with_one_frame_of_ours(shim: Venv, args: str, error
     done = shim.run("-c", f"import urandom_shim\nurandom_shim.urandom({args})")
     assert done.returncode == 1 and done.stderr.strip().splitlines()[-1] == error, done.stderr
     assert done.stderr.count('urandom_shim/__init__.py"') == 1 and "_activation.py" not in done.stderr, done.stderr
+
+
+@pytest.mark.parametrize(
+    ("program", "env"),
+    [
+        ("import os\nos.urandom(1)\n", {"URANDOM_POLICY": "pep522"}),
+        ("import random\nrandom.SystemRandom().random()\n", {"URANDOM_POLICY": "pep522"}),
+        ("import secrets\nsecrets.token_hex(4)\n", {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_TIMEOUT": "0.1"}),
+        ("import urandom_shim\nurandom_shim.urandom(4, block=False)\n", {}),
+    ],
+    ids=["pep522 os.urandom", "pep522 SystemRandom", "timeout in secrets", "urandom(block=False)"],
+)
+def test_a_refusal_shows_one_frame_of_ours_in_its_traceback(shim: Venv, program: str, env: dict[str, str]) -> None:
+    done = shim.run("-c", program, env={"URANDOM_SHIM_SIMULATE": "unready-forever", **env})
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1 and lines[-1].startswith("BlockingIOError: system random number generator"), lines
+    ours = [line for line in lines if line.strip().startswith("File ") and "urandom_shim" in line]
+    assert len(ours) == 1, done.stderr
+    assert "During handling" not in done.stderr and "direct cause" not in done.stderr

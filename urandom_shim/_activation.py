@@ -245,6 +245,7 @@ class Engine:
             f"the secrets module, which waits; or set URANDOM_POLICY=pep524 to wait here.{self._simulation_note()}"
         )
         error.errno = 11  # EAGAIN, as getrandom(GRND_NONBLOCK) reports it
+        setattr(error, _patching.REFUSAL, True)
         return error
 
     def _timeout_error(self, call: str) -> BlockingIOError:
@@ -255,6 +256,7 @@ class Engine:
             f"URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or {ENTROPY_HINT}.{self._simulation_note()}"
         )
         error.errno = 11
+        setattr(error, _patching.REFUSAL, True)
         return error
 
 

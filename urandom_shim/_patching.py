@@ -226,6 +226,11 @@ def _dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str
     return wrapper
 
 
+#: The attribute that marks a BlockingIOError as the shim's own refusal (pep522, or a timeout), raised again from the
+#: wrapper the caller called with the shim's inner frames cut off: the traceback shows one frame of ours.
+REFUSAL = "_urandom_shim_refusal"
+
+
 def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) -> Callable[..., bytes]:
     """A stand-in for os.urandom (or an alias of it) that applies the policy while the CRNG is unready."""
     original = unwrap(original)  # type: ignore[assignment]
@@ -233,7 +238,12 @@ def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) 
     def urandom(*args: Any, **kwargs: Any) -> bytes:
         if not engine.engaged or engine.ready():
             return original(*args, **kwargs)
-        return engine.urandom(original, label, args, kwargs)
+        try:
+            return engine.urandom(original, label, args, kwargs)
+        except BlockingIOError as exc:
+            if not getattr(exc, REFUSAL, False):
+                raise
+            raise exc.with_traceback(None) from None
 
     return _dress(urandom, original, label)
 
@@ -245,7 +255,12 @@ def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not engine.engaged or engine.ready():
             return original(*args, **kwargs)
-        return engine.within_site(site, label, original, args, kwargs)
+        try:
+            return engine.within_site(site, label, original, args, kwargs)
+        except BlockingIOError as exc:
+            if not getattr(exc, REFUSAL, False):
+                raise
+            raise exc.with_traceback(None) from None
 
     return _dress(wrapper, original, label)
 
@@ -260,7 +275,12 @@ def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., 
             and engine.engaged
             and not engine.ready()
         ):
-            value = engine.seed_value(self)
+            try:
+                value = engine.seed_value(self)
+            except BlockingIOError as exc:
+                if not getattr(exc, REFUSAL, False):
+                    raise
+                raise exc.with_traceback(None) from None
             if value is not None:
                 if args:
                     args = (value, *args[1:])
