@@ -401,3 +401,79 @@ def test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once(
         r"--urandom-policy\)",
         " ".join(text.split()),
     ), text[-4000:]
+
+
+def test_marker_and_fixture_mistakes_name_themselves_and_the_valid_choices(
+    pytester: pytest.Pytester, suite: Any
+) -> None:
+    pytester.makepyfile(
+        """
+        import os, pytest
+
+        @pytest.mark.urandom(policy="PEP522")
+        def test_bad_value():
+            pass
+
+        @pytest.mark.urandom(polcy="pep522")
+        def test_misspelt_keyword():
+            pass
+
+        @pytest.mark.urandom("pep522", "extra")
+        def test_two_positionals():
+            pass
+
+        def test_fixture_bad_option(urandom_policy):
+            with pytest.raises(TypeError) as info:
+                urandom_policy("pep522", polcy=1)
+            assert str(info.value) == (
+                "urandom_policy() got unknown option(s) ['polcy']; valid: policy, timeout, on_timeout, warn_after, "
+                "seed_random_instances"
+            )
+            with pytest.raises(ValueError, match=r"^urandom_policy\\(\\): policy='PEP522' is not valid"):
+                urandom_policy("PEP522")
+
+        @pytest.mark.urandom(policy="pep522")
+        def test_runtime_messages_name_the_marker():
+            with pytest.raises(BlockingIOError, match=r"policy 'pep522' \\(from @pytest.mark.urandom\\)"):
+                os.urandom(8)
+        """
+    )
+    result = suite()
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("errors"), outcomes.get("passed")) == (3, 2), result.stdout.str()[-4000:]
+    text = " ".join(result.stdout.str().split())
+    assert "urandom-shim: @pytest.mark.urandom: policy='PEP522' is not valid" in text
+    assert (
+        "urandom-shim: @pytest.mark.urandom got unknown option(s) ['polcy']; valid: policy, unready, timeout, "
+        "on_timeout, warn_after, seed_random_instances" in text
+    )
+    assert "@pytest.mark.urandom takes at most one positional argument, the policy; got 2: 'pep522', 'extra'." in text
+
+
+def test_suite_mode_messages_name_the_option_and_the_header_tells_the_truth_under_a_floor(
+    pytester: pytest.Pytester, suite: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(
+        """
+        import os, pytest
+
+        def test_raises_naming_the_option():
+            with pytest.raises(BlockingIOError, match=r"policy 'pep522' \\(from --urandom-policy\\)"):
+                os.urandom(8)
+        """
+    )
+    assert suite("--urandom-policy=pep522").ret == 0
+    # --urandom-timeout alone did nothing, silently; now it is a usage error.
+    alone = suite("--urandom-timeout=2")
+    assert alone.ret == 4
+    assert "--urandom-timeout (or the ini key urandom_timeout) applies only to the whole-suite mode" in (
+        alone.stderr.str()
+    )
+    # Under a floor, legacy is not what the tests get: the header says what they do get.
+    floor = tmp_path / "machine.toml"
+    floor.write_text("allow_weak = false\n")
+    monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(floor))
+    pytester.makepyfile(test_floor="def test_nothing():\n    pass\n")
+    header = [line for line in suite("--urandom-policy=legacy", "test_floor.py").outlines if "every test runs" in line]
+    assert len(header) == 1 and "every test runs under policy 'pep524' (" in header[0], header
+    assert "(allow_weak = false), instead of 'legacy' from --urandom-policy)" in header[0], header

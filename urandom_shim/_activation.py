@@ -34,7 +34,7 @@ from ._policies import (
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import Any, Callable
+    from typing import Any, Callable, Mapping
 
 PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
 ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardware RNG, or a seed file)"
@@ -327,7 +327,6 @@ def activate(
     is ready this changes nothing but the settings reported. Raises ValueError for a bad value, naming it and the
     valid choices.
     """
-    global _engine
     given = {
         "policy": policy,
         "timeout": timeout,
@@ -336,13 +335,28 @@ def activate(
         "seed_random_instances": seed_random_instances,
     }
     overrides = {k: v for k, v in given.items() if v is not _KEEP and not (k == "policy" and v is None)}
+    return apply(overrides, "urandom_shim.activate()")
+
+
+def invalid_override(overrides: Mapping[str, object], source: str) -> str | None:
+    """The first value in ``overrides`` that is not valid, as ``SOURCE: key=… is not valid; …``; None if all are."""
     for key, value in overrides.items():
         try:
             _config.KEYS[key][1](value, False)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
-            raise ValueError(f"urandom_shim.activate(): {key}={_config.as_invalid(value, key, exc)}") from None
+            return f"{source}: {key}={_config.as_invalid(value, key, exc)}"
+    return None
+
+
+def apply(overrides: Mapping[str, object], source: str) -> Settings:
+    """:func:`activate`, with ``source`` naming where the values came from in every message (the pytest plugin
+    passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value."""
+    global _engine
+    problem = invalid_override(overrides, source)
+    if problem is not None:
+        raise ValueError(problem)
     # The same resolution as at start-up, with these values on top: so the machine's floor holds here too.
-    settings, problems = _config.resolve(overrides=overrides)
+    settings, problems = _config.resolve(overrides=overrides, overrides_source=source)
     for problem in bounded(problems):
         emit(problem)
     deactivate()

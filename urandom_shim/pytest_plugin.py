@@ -44,6 +44,8 @@ VARIABLES = (
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
 PATCHED_MODULES = ("posix", "os", "random", "secrets", "urllib.request")
 OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances")
+#: Where a test's policy comes from, as every message names it.
+MARKER, FIXTURE, OPTION = "@pytest.mark.urandom", "urandom_policy()", "--urandom-policy"
 #: The longest a wait may last in a test whose simulated CRNG something could still make ready (a ready_after()
 #: timer, or another thread holding system_rng). Past it the test fails rather than hang the run; a wait that
 #: nothing can end fails at once.
@@ -111,15 +113,21 @@ class _TestState:
         #: Whether the test holds ``system_rng`` (so another of its threads may make the CRNG ready), and where
         #: its policy came from, for the message that ends a wait.
         self.handle_given = False
-        self.origin = "urandom_policy()"
+        self.origin = FIXTURE
 
     # -- the policy ------------------------------------------------------------------------------------------------
 
     def set_policy(self, policy: str | None, options: dict[str, Any]) -> None:
+        """Apply ``policy`` and ``options`` for the rest of the test. A bad value raises ValueError and an unknown
+        option TypeError, each naming :attr:`origin` (the marker, the fixture or ``--urandom-policy``)."""
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
-            raise TypeError(f"urandom_policy() got unknown option(s) {unknown}; valid: {', '.join(OPTIONS)}")
+            valid = ("policy", "unready", *OPTIONS) if self.origin == MARKER else ("policy", *OPTIONS)
+            raise TypeError(f"{self.origin} got unknown option(s) {unknown}; valid: {', '.join(valid)}")
         overrides = dict(options, policy=policy) if policy is not None else dict(options)
+        problem = self._activation.invalid_override(overrides, self.origin)
+        if problem is not None:
+            raise ValueError(problem)
         from ._config import variables
 
         os.environ.update(variables(overrides))  # children get the same settings
@@ -128,11 +136,7 @@ class _TestState:
 
     def _apply(self) -> None:
         """(Re)install the policy for the current state: patches go in only while the CRNG is unready."""
-        from . import activate
-
-        overrides = dict(self.overrides or {})
-        policy = overrides.pop("policy", None)
-        activate(policy, **overrides)
+        self._activation.apply(dict(self.overrides or {}), self.origin)
 
     # -- the simulated kernel --------------------------------------------------------------------------------------
 
@@ -266,7 +270,7 @@ def urandom_policy(_urandom_shim_state: _TestState) -> Callable[..., None]:
     """A callable, ``urandom_policy("pep522", timeout=1.0)``: that policy for the rest of the test."""
 
     def apply(policy: str | None = None, **options: Any) -> None:
-        _urandom_shim_state.origin = "urandom_policy()"
+        _urandom_shim_state.origin = FIXTURE
         _urandom_shim_state.set_policy(policy, options)
 
     return apply
@@ -282,17 +286,29 @@ def _urandom_shim_marker(request: pytest.FixtureRequest) -> Iterator[None]:
         return
     if marker is not None:
         options = dict(marker.kwargs)
+        if len(marker.args) > 1:
+            pytest.fail(
+                f"{MARKER} takes at most one positional argument, the policy; got {len(marker.args)}: "
+                f"{', '.join(repr(a) for a in marker.args)}. Give the options by name, as in "
+                "@pytest.mark.urandom('pep524', timeout=2).",
+                pytrace=False,
+            )
         if marker.args:
-            options.setdefault("policy", marker.args[0])
+            if "policy" in options:
+                pytest.fail(f"{MARKER} got the policy twice, by position and as policy=", pytrace=False)
+            options["policy"] = marker.args[0]
         unready = options.pop("unready", True)
         policy = options.pop("policy", None)
     else:
         policy, options, unready = suite_policy, _suite_options(request.config), True
     state: _TestState = request.getfixturevalue("_urandom_shim_state")
-    state.origin = "@pytest.mark.urandom" if marker is not None else "--urandom-policy"
+    state.origin = MARKER if marker is not None else OPTION
     if unready:
         state.unready()
-    state.set_policy(policy, options)
+    try:
+        state.set_policy(policy, options)
+    except (TypeError, ValueError) as exc:
+        pytest.fail(f"urandom-shim: {exc}", pytrace=False)
     yield
 
 
@@ -333,10 +349,15 @@ def pytest_configure(config: pytest.Config) -> None:
         "simulated kernel CRNG unready (options: timeout, on_timeout, warn_after, seed_random_instances)",
     )
     policy = _suite_policy(config)
+    timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
+    if policy is None and timeout:
+        raise pytest.UsageError(
+            "urandom-shim: --urandom-timeout (or the ini key urandom_timeout) applies only to the whole-suite mode of "
+            "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
+        )
     if policy is not None:
         from ._config import InvalidValue, parse_policy, parse_timeout
 
-        timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
         for option, value, parse in (
             ("--urandom-policy", policy, parse_policy),
             ("--urandom-timeout", timeout, parse_timeout),
@@ -360,7 +381,23 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     timeout = _suite_options(config).get("timeout")
     bound = f", waits bounded to {timeout} s" if timeout is not None else ""
-    return f"urandom-shim: every test runs under policy {policy!r} with an unready kernel CRNG (simulated){bound}"
+    effective = _effective_policy(policy)
+    if effective is not None and effective[0] != policy:
+        runs = f"policy {effective[0]!r} ({effective[1]})"  # the source says what it raised, and from what
+    else:
+        runs = f"policy {policy!r}"
+    return f"urandom-shim: every test runs under {runs} with an unready kernel CRNG (simulated){bound}"
+
+
+def _effective_policy(policy: str) -> tuple[str, str] | None:
+    """The policy the tests really get for ``--urandom-policy=policy`` (a floor can raise it), and why."""
+    try:
+        from ._config import resolve
+
+        settings, _problems = resolve(overrides={"policy": policy}, overrides_source=OPTION)
+        return settings.policy_value.name, settings.policy.source
+    except Exception:  # noqa: BLE001 - the header must never break a run
+        return None
 
 
 def _suite_policy(config: pytest.Config) -> str | None:
