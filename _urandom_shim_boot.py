@@ -73,10 +73,11 @@ _OURS = (
 
 
 def _variable(name: bytes) -> "str | None":
+    """A variable of ours; an empty value counts as not set, the same for every variable."""
     if type(_RAW) is dict:
         value = _RAW.get(name)
-        return None if value is None else os.fsdecode(value)
-    return os.environ.get(name.decode())
+        return os.fsdecode(value) if value else None
+    return os.environ.get(name.decode()) or None
 
 
 def _check_variables() -> None:

@@ -66,7 +66,7 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
      "[tool.urandom-shim]: policy = 'PEP524' is not a valid policy; expected one of 'native', 'pep524', 'pep522', "
      "'legacy' (did you mean 'pep524'?); ignoring it, so policy is 'native' from default."),
     ("policy-typo", "pyproject", '[tool.urandom-shim]\npolicy = "pep254"\n', "policy = 'pep254' is not a valid policy"),
-    ("policy-space", "pyproject", '[tool.urandom-shim]\npolicy = " pep522"\n', "(did you mean 'pep522'?)"),
+    ("policy-space", "pyproject", '[tool.urandom-shim]\npolicy = " pep522"\n', "(it has whitespace before or after it; did you mean 'pep522'?)"),
     ("policy-list", "pyproject", '[tool.urandom-shim]\npolicy = ["pep524"]\n',
      "policy = ['pep524'] is not a valid policy"),
     ("timeout-string", "pyproject", '[tool.urandom-shim]\ntimeout = "5"\n',
@@ -75,7 +75,7 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
     ("timeout-negative", "pyproject", "[tool.urandom-shim]\ntimeout = -1\n", "timeout = -1 is not a valid timeout"),
     ("timeout-nan", "pyproject", "[tool.urandom-shim]\ntimeout = nan\n", "timeout = nan is not a valid timeout"),
     ("on-timeout-bool", "pyproject", "[tool.urandom-shim]\non_timeout = true\n",
-     "on_timeout = True is not a valid on_timeout; expected one of 'raise', 'fallback'"),
+     "on_timeout = true is not a valid on_timeout; expected one of 'raise', 'fallback'"),
     ("unknown-key", "pyproject", '[tool.urandom-shim]\npolcy = "pep524"\n',
      "[tool.urandom-shim]: unknown key 'polcy' (valid keys are 'policy', 'timeout', 'on_timeout', 'warn_after', "
      "'seed_random_instances'); ignoring it."),
@@ -106,7 +106,7 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
     ("spaces-kept", "pyproject", '[tool.urandom-shim]\npolicy = "pep524  "\n', "policy = 'pep524  ' is not a valid policy"),
     ("huge-value", "pyproject", '[tool.urandom-shim]\npolicy = "' + "x" * 5000 + '"\n', "policy = 'xxxxx"),
     ("machine-rule-without-match", "machine", '[[program]]\npolicy = "pep524"\n',
-     "[[program]] #1: match = None is not valid; expected a glob"),
+     "[[program]] #1: match is missing; expected a glob"),
 ]  # fmt: skip
 
 
@@ -614,3 +614,43 @@ def test_runtime_activate_cannot_go_below_the_floor_either(
     assert settings_.policy.value.name == "pep524" and settings_.on_timeout.value == "raise"
     assert "instead of 'legacy' from urandom_shim.activate()" in settings_.policy.source
     assert "policy 'legacy' from urandom_shim.activate() is below the floor" in capsys.readouterr().err
+
+
+# -- values spelt as their source spells them (issue 19) -------------------------------------------------------------
+
+
+def test_file_values_are_shown_in_toml_and_a_missing_match_is_called_missing(shim: Venv, tmp_path: Path) -> None:
+    machine = tmp_path / "machine.toml"  # a machine file of its own: the session's venv is shared
+    machine.write_text('timeout = true\nwarn_after = 5.0\n[[program]]\npolicy = "legacy"\n')
+    done = shim.run("-m", "urandom_shim", "check", env={"URANDOM_SHIM_MACHINE_CONFIG": str(machine)})
+    out = " ".join(done.stdout.split())
+    assert done.returncode == 1
+    assert f"{machine} (machine file) [[program]] #1: match is missing; expected a glob" in out, out
+    assert f"{machine} (machine file): timeout = true is not a valid timeout;" in out, out
+    assert "ignoring it, so timeout is none from default." in out, out
+    assert "True" not in out and "None" not in out, out
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [("URANDOM_POLICY", ""), ("URANDOM_SHIM_TIMEOUT", ""), ("URANDOM_SHIM_SIMULATE", ""), ("URANDOM_SHIM_CONFIG", "")],
+)
+def test_an_empty_variable_counts_as_not_set(shim: Venv, variable: str, value: str) -> None:
+    started = shim.run("-c", "import os; os.urandom(1)", env={variable: value})
+    assert (started.returncode, started.stderr) == (0, "")
+    checked = shim.run("-m", "urandom_shim", "check", env={variable: value})
+    assert checked.returncode == 0, checked.stdout
+
+
+def test_whitespace_is_named_and_minus_zero_is_zero(shim: Venv) -> None:
+    done = shim.run("-c", "import os", env={"URANDOM_POLICY": "pep522 "})
+    assert done.stderr.strip() == (
+        "urandom-shim: environment variable URANDOM_POLICY='pep522 ' is not a valid policy; expected one of "
+        "'native', 'pep524', 'pep522', 'legacy' (it has whitespace before or after it; did you mean 'pep522'?); "
+        "ignoring it."
+    ), done.stderr
+    program = "import os\ntry:\n    os.urandom(1)\nexcept BlockingIOError as exc:\n    print(exc)\n"
+    env = {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_TIMEOUT": "-0", "URANDOM_SHIM_SIMULATE": "unready-forever"}
+    waited = shim.run("-c", program, env=env)
+    assert "os.urandom(1) waited 0 s (timeout from environment variable URANDOM_SHIM_TIMEOUT)" in waited.stdout
+    assert "-0" not in waited.stdout, waited.stdout

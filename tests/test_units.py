@@ -83,11 +83,11 @@ def test_environment_settings_resolve_with_their_source(
          "of 'native', 'pep524', 'pep522', 'legacy' (did you mean 'pep524'?); ignoring it, so policy is 'native' from "
          "default."),
         ({"URANDOM_POLICY": "pep-522"}, "(did you mean 'pep522'?)"),
-        ({"URANDOM_POLICY": ""}, "URANDOM_POLICY='' is not a valid policy"),
+        ({"URANDOM_POLICY": " pep522"}, "(it has whitespace before or after it; did you mean 'pep522'?)"),
         ({"URANDOM_SHIM_TIMEOUT": "inf"}, "URANDOM_SHIM_TIMEOUT='inf' is not a valid timeout; expected a finite number "
          "of seconds >= 0, or 'none'; ignoring it, so timeout is none from default."),
         ({"URANDOM_SHIM_TIMEOUT": "5s"}, "URANDOM_SHIM_TIMEOUT='5s' is not a valid timeout"),
-        ({"URANDOM_SHIM_WARN_AFTER": "-0.1"}, "ignoring it, so warn_after is 5.0 from default."),
+        ({"URANDOM_SHIM_WARN_AFTER": "-0.1"}, "ignoring it, so warn_after is 5 from default."),
         ({"URANDOM_SHIM_ON_TIMEOUT": "ignore"}, "expected one of 'raise', 'fallback'; ignoring it, so on_timeout is "
          "'raise' from default."),
     ],

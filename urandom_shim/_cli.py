@@ -123,7 +123,7 @@ def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
 
 def _simulation_facts(problems: list[str]) -> dict[str, Any] | None:
     spec = os.environ.get(_simulation.ENV)
-    if spec is None:
+    if not spec:  # empty counts as not set
         return None
     try:
         sim = _simulation.parse(spec)

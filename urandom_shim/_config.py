@@ -63,6 +63,9 @@ def _choices(values: tuple[str, ...]) -> str:
 
 def _near_miss(text: str, valid: tuple[str, ...]) -> str:
     """A "did you mean" for a wrong case, stray whitespace or separators, a prefix, or a typo or two."""
+    stripped = text.strip()
+    if stripped != text and stripped in valid:
+        return f" (it has whitespace before or after it; did you mean {stripped!r}?)"
     folded = "".join(text.split()).lower().replace("-", "").replace("_", "")
     plain = {name: name.replace("-", "").replace("_", "") for name in valid}
     exact = [name for name in valid if plain[name] == folded or (len(folded) > 2 and name.startswith(folded))]
@@ -108,7 +111,7 @@ def _parse_seconds(value: object, from_text: bool = True) -> object:
         number = None
     if number is None or number != number or number in (float("inf"), float("-inf")) or number < 0:
         raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'")
-    return number
+    return number + 0.0  # -0 is 0: never "waited -0 s"
 
 
 def parse_timeout(value: object, from_text: bool = True) -> object:
@@ -184,9 +187,9 @@ class _Resolution:
             value = parse(raw, from_text)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             self.bad.append((source, key, as_invalid(raw, key, exc), from_text))
-            notes.append(f"{key} = {_sources.shorten(raw)} is not valid (see problems)")
+            notes.append(f"{key} = {_shown(raw, from_text)} is not valid (see problems)")
             return
-        shown = _sources.shorten(str(value) if key == "policy" else value)
+        shown = _shown(str(value) if key == "policy" else value, from_text)
         winner = self.found.setdefault(key, Setting(value, source))
         notes.append(f"{key} = {shown}" + ("" if winner.source == source else f" (outranked by {winner.source})"))
 
@@ -220,7 +223,7 @@ class _Resolution:
 
         if not isinstance(rules, list):
             self.messages.append(
-                f"{layer.label}: program = {_sources.shorten(rules)} is not valid; expected an array of tables, "
+                f"{layer.label}: program = {_sources.toml_value(rules)} is not valid; expected an array of tables, "
                 "written [[program]] with match = 'glob' and settings below it; ignoring the rules."
             )
             return
@@ -228,14 +231,17 @@ class _Resolution:
             label = f"{layer.label} [[program]] #{index + 1}"
             if not isinstance(rule, dict):
                 self.messages.append(
-                    f"{label}: is a {type(rule).__name__} ({_sources.shorten(rule)}), not a table with "
+                    f"{label}: is a {type(rule).__name__} ({_sources.toml_value(rule)}), not a table with "
                     "match = 'glob' and settings; ignoring this rule."
                 )
                 continue
             pattern = rule.get("match")
             if not isinstance(pattern, str) or not pattern or len(pattern) > MAX_MATCH:
+                given = (
+                    "match is missing" if pattern is None else f"match = {_sources.toml_value(pattern)} is not valid"
+                )
                 self.messages.append(
-                    f"{label}: match = {_sources.shorten(pattern)} is not valid; expected a glob of at most "
+                    f"{label}: {given}; expected a glob of at most "
                     f"{MAX_MATCH} characters on a script's file name or an -m module's name, such as 'cron-helper*'; "
                     "ignoring this rule."
                 )
@@ -259,7 +265,7 @@ class _Resolution:
                     except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
                         error = as_invalid(raw, key, exc)
                         self.messages.append(
-                            f"{source}: {key} = {_sources.shorten(error.value)} is not a valid {key}; expected "
+                            f"{source}: {key} = {_sources.toml_value(error.value)} is not a valid {key}; expected "
                             f"{error.expected}{error.hint}; the rule will ignore it when it matches."
                         )
             if unknown:
@@ -319,10 +325,10 @@ def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
     value = layer.values["allow_weak"]
     if not isinstance(value, bool):
         messages.append(
-            f"{layer.label}: allow_weak = {_sources.shorten(value)} is not valid; expected true or false; reading it "
-            "as allow_weak = false, the safe choice."
+            f"{layer.label}: allow_weak = {_sources.toml_value(value)} is not valid; expected true or false; "
+            "reading it as allow_weak = false, the safe choice."
         )
-        return f"allow_weak = {_sources.shorten(value)}, read as false"
+        return f"allow_weak = {_sources.toml_value(value)}, read as false"
     return None if value else "allow_weak = false"
 
 
@@ -352,7 +358,7 @@ def environment_problems(environ: Mapping[str, str] | None = None, flags: object
     problems = []
     for key, (variable, parse) in KEYS.items():
         raw = environ.get(variable)
-        if raw is None:
+        if not raw:  # unset, or empty: the same, for every variable
             continue
         try:
             parse(raw, True)
@@ -416,6 +422,9 @@ def resolve(
     for key, (variable, _parse) in KEYS.items():
         source = f"environment variable {variable}"
         raw = None if ignore_environment else environ.get(variable)
+        if raw == "":  # empty counts as not set, the same for every variable
+            tried(source, "set but empty, so not set")
+            continue
         tried(source, *(() if raw is not None else (ignored if ignore_environment else "not set",)))
         if raw is not None:
             resolution.offer(key, raw, source, from_text=True)
@@ -483,7 +492,8 @@ def resolve(
     # 6. The default (Settings fills it in).
     settings = resolution.settings()
     tried(
-        "default", *(f"{k} = {_sources.shorten(v)}" for k, (v, src) in settings.as_dict().items() if src == "default")
+        "default",
+        *(f"{k} = {_sources.toml_value(v)}" for k, (v, src) in settings.as_dict().items() if src == "default"),
     )
     if trace is not None:
         trace.extend(resolution.trace)
@@ -554,12 +564,17 @@ def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:
         settings.on_timeout = Setting("raise", f"{floor}, instead of 'fallback' from {settings.on_timeout.source}")
 
 
+def _shown(value: object, from_text: bool) -> str:
+    """A value as its source spells it: a variable's text as given, a file's value in TOML."""
+    return _sources.shorten(value) if from_text else _sources.toml_value(value)
+
+
 def _describe(source: str, key: str, exc: InvalidValue, settings: Settings, from_variable: bool) -> str:
     """One line: the source, the key and bad value, the valid choices, and what the shim does instead."""
     effective: Setting = getattr(settings, key)
     shown = str(effective.value) if key == "policy" else effective.value
-    instead = "none" if shown is None else repr(shown)
-    shown_value = _sources.shorten(exc.value)
+    instead = _sources.toml_value(shown)
+    shown_value = _sources.shorten(exc.value) if from_variable else _sources.toml_value(exc.value)
     what = f"{source}={shown_value}" if from_variable else f"{source}: {key} = {shown_value}"
     return (
         f"{what} is not a valid {key}; expected {exc.expected}{exc.hint}; "

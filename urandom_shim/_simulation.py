@@ -130,7 +130,7 @@ def current() -> Simulation | None:
     if _current is _UNSET:
         _current = None
         spec = os.environ.get(ENV)
-        if spec is not None:
+        if spec:  # empty counts as not set, as for every variable of ours
             try:
                 sim = parse(spec)
             except InvalidSimulation as exc:

@@ -41,6 +41,28 @@ def shorten(value: object, limit: int = 80) -> str:
     return clip(text, limit)
 
 
+def toml_value(value: object, limit: int = 80) -> str:
+    """``value`` as a TOML file spells it, for messages about files: ``true``, ``5``, ``'text'``, ``[1, 2]``;
+    ``none`` for a setting without a value (a default ``timeout``). Never fails; cut to ``limit`` like
+    :func:`shorten`."""
+    try:
+        if value is None:
+            return "none"
+        if value is True or value is False:
+            return "true" if value else "false"
+        if type(value) is float:
+            return clip(f"{value:g}" if value == value else "nan", limit)
+        if isinstance(value, list):
+            items = [toml_value(item, limit) for item in value[:10]]
+            return clip("[" + ", ".join(items) + (", …" if len(value) > 10 else "") + "]", limit)
+        if isinstance(value, dict):
+            pairs = [f"{key} = {toml_value(item, limit)}" for key, item in list(value.items())[:10]]
+            return clip("{" + ", ".join(pairs) + (", …" if len(value) > 10 else "") + "}", limit)
+    except Exception:  # noqa: BLE001 - RecursionError on a deeply nested value: describe it as shorten() does
+        pass
+    return shorten(value, limit)
+
+
 def clip(text: str, limit: int) -> str:
     """``text``, cut to ``limit`` characters with an ellipsis."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
