@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -417,8 +418,24 @@ def test_wait_rejects_a_bad_timeout(capsys: pytest.CaptureFixture[str], bad: str
     assert code == 2
     assert err.splitlines()[-1] == (
         f"urandom-shim wait: error: argument --timeout: {bad!r} is not a number of seconds; expected a finite number "
-        ">= 0"
+        ">= 0, or 'none'"
     )
+
+
+def test_wait_takes_none_as_run_does(capsys: pytest.CaptureFixture[str]) -> None:
+    """`wait --timeout none` was a usage error while `run --timeout none` was accepted."""
+    assert run_main(capsys, "wait", "--timeout", "none", "--quiet") == (0, "", "")  # the kernel here is ready
+
+
+def test_waits_live_line_says_the_unready_state_is_simulated(
+    capsys: pytest.CaptureFixture[str], simulated: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    simulated("unready-forever")
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _out, err = run_main(capsys, "wait", "--timeout", "0.3")
+    assert code == 1
+    assert "urandom-shim wait: kernel CRNG still not ready; giving up after 0." in err
+    assert "s (simulated by URANDOM_SHIM_SIMULATE=unready-forever)" in err and "entropy_avail" not in err, err
 
 
 # -- run and simulate -----------------------------------------------------------------------------------------------

@@ -457,9 +457,14 @@ def cmd_wait(args: argparse.Namespace) -> int:
     deadline = None if args.timeout is None else start + args.timeout
     entropy_path = os.path.join(RANDOM_DIR, "entropy_avail")
 
+    sim = _simulation.current()
+
     def progress(word: str) -> str:
-        entropy = _read_int(entropy_path)
-        tail = "" if entropy is None else f", entropy_avail {entropy} bits"
+        if sim is not None:  # the real kernel's entropy count says nothing about a simulated state
+            tail = f" (simulated by {_simulation.ENV}={sim.spec})"
+        else:
+            entropy = _read_int(entropy_path)
+            tail = "" if entropy is None else f", entropy_avail {entropy} bits"
         return f"urandom-shim wait: kernel CRNG {word} after {time.monotonic() - start:.1f} s{tail}"
 
     try:
@@ -478,14 +483,12 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     live.show(progress("still not ready; giving up"), final=True)
     if not args.quiet and not live.enabled:
+        from ._activation import ENTROPY_HINT, simulation_note
         from ._messages import emit
 
-        sim = _simulation.current()
-        simulated = "" if sim is None else f" (The unready state is simulated by {_simulation.ENV}={sim.spec}.)"
         emit(
             f"wait: the kernel's random number generator was still not ready after {args.timeout:g} s (--timeout); "
-            "exit status 1. To end the wait, give the machine an entropy source (a virtio-rng device, a hardware "
-            f"RNG, or a seed file).{simulated}"
+            f"exit status 1. To end the wait, {ENTROPY_HINT}.{simulation_note()}"
         )
     return EXIT_TIMEOUT
 
@@ -679,6 +682,7 @@ def _value_type(key: str, metavar: str) -> Callable[[str], str]:
 
 
 def _seconds(text: str) -> float:
+    """Seconds: a finite number >= 0 (``simulate --unready-for``)."""
     try:
         value = _config.parse_timeout(text, True)
     except _config.InvalidValue:
@@ -686,6 +690,18 @@ def _seconds(text: str) -> float:
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; expected a finite number >= 0")
     assert isinstance(value, float)
+    return value
+
+
+def _seconds_or_none(text: str) -> float | None:
+    """``wait --timeout``: seconds, or ``none`` for no limit, as ``run --timeout`` and the configuration take."""
+    try:
+        value = _config.parse_timeout(text, True)
+    except _config.InvalidValue:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a number of seconds; expected a finite number >= 0, or 'none'"
+        ) from None
+    assert value is None or isinstance(value, float)
     return value
 
 
@@ -808,7 +824,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     subs["check"] = sub
 
     sub = commands.add_parser("wait", help="block until the kernel CRNG is ready", description=WAIT_HELP)
-    sub.add_argument("--timeout", metavar="SECONDS", type=_seconds, help="give up after SECONDS (exit 1)")
+    sub.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_seconds_or_none,
+        help="give up after SECONDS (exit 1), or 'none' (the default)",
+    )
     sub.add_argument("--quiet", action="store_true", help="print nothing, even on a terminal or a timeout")
     subs["wait"] = sub
 
