@@ -602,3 +602,13 @@ def test_activate_says_its_option_defaults_come_from_the_configuration() -> None
         "warn_after": "<from configuration>",
         "seed_random_instances": "<from configuration>",
     }
+
+
+def test_the_cli_reference_states_the_width_its_help_texts_are_wrapped_to() -> None:
+    """It claimed the help texts were "exactly what the command prints", which holds only at one terminal width."""
+    found = re.search(r'^WIDTH = "(\d+)"$', (DOCS / "_ext" / "urandom_shim_docs.py").read_text(), re.MULTILINE)
+    assert found, "docs/_ext/urandom_shim_docs.py no longer sets WIDTH"
+    width = found.group(1)
+    page = " ".join((DOCS / "reference" / "cli.md").read_text(encoding="utf-8").split())
+    assert f"a terminal {width} columns wide (`COLUMNS={width} urandom-shim --help`)" in page
+    assert "exactly what the command prints" not in page
