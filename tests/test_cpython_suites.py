@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from conftest import Venv
+
 from debian import Unavailable, apt_install, unavailable
 
 MODULES = ("test_os", "test_random", "test_secrets", "test_uuid", "test_tempfile", "test_urllib2")

@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any
 
 import boot_image
-import debian
 import docs_units
 import pytest
+
+import debian
 from debian import Lock, Unavailable, unavailable
 
 pytestmark = pytest.mark.boot

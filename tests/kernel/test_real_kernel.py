@@ -14,10 +14,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import debian
 import kernel_image
 import kernel_provision
 import pytest
+
+import debian
 from debian import unavailable
 
 pytestmark = pytest.mark.kernel
