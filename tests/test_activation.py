@@ -155,7 +155,7 @@ def test_an_unimportable_package_prints_one_line_from_the_pth(shim: Venv) -> Non
             "of 'native', 'pep524', 'pep522', 'legacy' (did you mean 'pep522'?); ignoring it, so policy is 'native' from "
             "default.",
         ),
-        ("URANDOM_POLICY", " pep524", "(did you mean 'pep524'?)"),
+        ("URANDOM_POLICY", " pep524", "(it has whitespace before or after it; did you mean 'pep524'?)"),
         ("URANDOM_POLICY", "strict", "URANDOM_POLICY='strict' is not a valid policy"),
         (
             "URANDOM_SHIM_TIMEOUT",
