@@ -239,25 +239,53 @@ class Engine:
         )
 
     def _not_ready_error(self, call: str) -> BlockingIOError:
-        error = BlockingIOError(
-            f"{PEP522_TEXT}. {call} was called before the kernel's random number generator was initialised, and "
+        return refusal(
+            f"{call} was called before the kernel's random number generator was initialised, and "
             f"{self._policy_phrase()} raises instead of waiting. Call secrets.wait_for_system_rng() first, or use "
             f"the secrets module, which waits; or set URANDOM_POLICY=pep524 to wait here.{self._simulation_note()}"
         )
-        error.errno = 11  # EAGAIN, as getrandom(GRND_NONBLOCK) reports it
-        setattr(error, _patching.REFUSAL, True)
-        return error
 
     def _timeout_error(self, call: str) -> BlockingIOError:
         timeout = self.settings.timeout
-        error = BlockingIOError(
-            f"{PEP522_TEXT}. {call} waited {timeout.value:g} s (timeout from {timeout.source}) for the kernel's "
+        return refusal(
+            f"{call} waited {timeout.value:g} s (timeout from {timeout.source}) for the kernel's "
             f"random number generator, under {self._policy_phrase()}. Raise the timeout, set "
             f"URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or {ENTROPY_HINT}.{self._simulation_note()}"
         )
-        error.errno = 11
-        setattr(error, _patching.REFUSAL, True)
-        return error
+
+
+def refusal(text: str) -> BlockingIOError:
+    """A refusal to return bytes while the CRNG is unready: PEP 522's ``BlockingIOError`` (EAGAIN, as
+    ``getrandom(GRND_NONBLOCK)`` reports it) with its text first, marked so that the wrapper the caller called
+    raises it with one frame of ours."""
+    error = BlockingIOError(f"{PEP522_TEXT}. {text}")
+    error.errno = 11
+    setattr(error, _patching.REFUSAL, True)
+    return error
+
+
+def checked_timeout(timeout: object) -> float | None:
+    """``timeout`` as seconds, or None; ValueError for anything but a number >= 0 or None."""
+    if timeout is None:
+        return None
+    try:
+        seconds = float(timeout)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}") from None
+    if seconds != seconds or seconds < 0:
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {seconds!r}")
+    return seconds
+
+
+def wait_as_configured(call: str, timeout: float | None) -> bool:
+    """Wait for the CRNG for ``call`` (up to ``timeout``), with the configured ``warn_after`` line naming it."""
+    settings = current_settings()
+    engine = _engine or Engine(settings)
+    return _readiness.wait(
+        timeout,
+        warn_after=settings.warn_after.value,  # type: ignore[arg-type]
+        warn=lambda elapsed: engine._warn_waiting(call, elapsed),
+    )
 
 
 def simulation_note() -> str:
@@ -338,23 +366,15 @@ def activate(
     return apply(overrides, "urandom_shim.activate()")
 
 
-def invalid_override(overrides: Mapping[str, object], source: str) -> str | None:
-    """The first value in ``overrides`` that is not valid, as ``SOURCE: key=… is not valid; …``; None if all are."""
+def apply(overrides: Mapping[str, object], source: str) -> Settings:
+    """:func:`activate`, with ``source`` naming where the values came from in every message (the pytest plugin
+    passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value, before anything changes."""
+    global _engine
     for key, value in overrides.items():
         try:
             _config.KEYS[key][1](value, False)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
-            return f"{source}: {key}={_config.as_invalid(value, key, exc)}"
-    return None
-
-
-def apply(overrides: Mapping[str, object], source: str) -> Settings:
-    """:func:`activate`, with ``source`` naming where the values came from in every message (the pytest plugin
-    passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value."""
-    global _engine
-    problem = invalid_override(overrides, source)
-    if problem is not None:
-        raise ValueError(problem)
+            raise ValueError(f"{source}: {key}={_config.as_invalid(value, key, exc)}") from None
     # The same resolution as at start-up, with these values on top: so the machine's floor holds here too.
     settings, problems = _config.resolve(overrides=overrides, overrides_source=source)
     for problem in bounded(problems):
@@ -388,19 +408,7 @@ def wait_for_system_rng(timeout: float | None = None) -> bool:
     """See :func:`urandom_shim.wait_for_system_rng`."""
     if _readiness.is_ready():
         return True
-    if timeout is not None:
-        timeout = float(timeout)
-        if timeout != timeout or timeout < 0:
-            raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
-    settings = current_settings()
-    warn_after = settings.warn_after.value
-    call = "secrets.wait_for_system_rng()"
-    engine = _engine or Engine(settings)
-    return _readiness.wait(
-        timeout,
-        warn_after=warn_after,  # type: ignore[arg-type]
-        warn=lambda elapsed: engine._warn_waiting(call, elapsed),
-    )
+    return wait_as_configured("secrets.wait_for_system_rng()", checked_timeout(timeout))
 
 
 def urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | BaseException:
@@ -414,39 +422,23 @@ def urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | B
         return TypeError(f"size must be an integer, not {type(size).__name__}")
     if size < 0:
         return ValueError("negative argument not allowed")
-    if timeout is not None:
-        if block is False:
-            return ValueError("block=False never waits, so it takes no timeout")
-        try:
-            timeout = float(timeout)
-        except (TypeError, ValueError):
-            return ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
-        if timeout != timeout or timeout < 0:
-            return ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}")
+    if timeout is not None and block is False:
+        return ValueError("block=False never waits, so it takes no timeout")
+    try:
+        timeout = checked_timeout(timeout)
+    except ValueError as exc:
+        return exc.with_traceback(None)  # raised again from the one frame the caller called
     if _readiness.is_ready():
         return _patching.NATIVE_URANDOM(size)
-    note = simulation_note()
     if not block:
-        error = BlockingIOError(
-            f"{PEP522_TEXT}. urandom_shim.urandom({size}, block=False) was called before the kernel's random number "
-            f"generator was initialised. Call it without block=False to wait, or call "
-            f"secrets.wait_for_system_rng() first.{note}"
+        return refusal(
+            f"urandom_shim.urandom({size}, block=False) was called before the kernel's random number generator was "
+            f"initialised. Call it without block=False to wait, or call secrets.wait_for_system_rng() first."
+            f"{simulation_note()}"
         )
-        error.errno = 11
-        return error
-    settings = current_settings()
-    call = f"urandom_shim.urandom({size})"
-    engine = _engine or Engine(settings)
-    ready = _readiness.wait(
-        timeout,
-        warn_after=settings.warn_after.value,  # type: ignore[arg-type]
-        warn=lambda elapsed: engine._warn_waiting(call, elapsed),
-    )
-    if not ready:
-        error = BlockingIOError(
-            f"{PEP522_TEXT}. urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's "
-            f"random number generator. Raise the timeout, or {ENTROPY_HINT}.{note}"
+    if not wait_as_configured(f"urandom_shim.urandom({size})", timeout):
+        return refusal(
+            f"urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's random number "
+            f"generator. Raise the timeout, or {ENTROPY_HINT}.{simulation_note()}"
         )
-        error.errno = 11
-        return error
     return _patching.NATIVE_URANDOM(size)

@@ -462,31 +462,26 @@ def resolve(
                 tried(f"{path} [{_sources.TABLE}]", "no such table in the nearest pyproject.toml")
 
         guarded("the project's pyproject.toml", read_project)
-    # 3b. The file the program's top-level package ships: what an installed app carries, where no pyproject is.
-    if who.package is not None and not ignore_environment:
-        package_file = os.path.join(who.package, _sources.PACKAGE_FILE)
-        package_label = f"{package_file} (the app's package file)"
 
-        def read_package() -> None:
-            layer = _sources.read_file(package_file, package_label, required=False)
+    def optional_file(path: str, label: str) -> None:
+        """A file that may be absent, with the five keys at the top level."""
+
+        def read() -> None:
+            layer = _sources.read_file(path, label, required=False)
             if layer is not None:
                 resolution.layer(layer, admin=False, program=program)
             else:
-                tried(package_label, "absent")
+                tried(label, "absent")
 
-        guarded(package_label, read_package)
+        guarded(label, read)
+
+    # 3b. The file the program's top-level package ships: what an installed app carries, where no pyproject is.
+    if who.package is not None and not ignore_environment:
+        package_file = os.path.join(who.package, _sources.PACKAGE_FILE)
+        optional_file(package_file, f"{package_file} (the app's package file)")
     # 4. The user's file.
     user_path = _sources.user_file(environ, ignore_environment)
-    user_label = f"{user_path} (user file)"
-
-    def read_user() -> None:
-        user = _sources.read_file(user_path, user_label, required=False)
-        if user is not None:
-            resolution.layer(user, admin=False, program=program)
-        else:
-            tried(user_label, "absent")
-
-    guarded(user_label, read_user)
+    optional_file(user_path, f"{user_path} (user file)")
     # 5. The environment's file, then the machine's: these may hold [[program]] rules and a floor.
     floors = _read_admin_files(resolution, environ, ignore_environment, environment_file, machine_file, program)
     # 6. The default (Settings fills it in).

@@ -259,7 +259,8 @@ def find_module(module: str, path: list[str]) -> tuple[str | None, str | None]:
             if os.path.isdir(base) and (
                 os.path.isfile(os.path.join(base, "__init__.py")) or os.path.isfile(os.path.join(base, "__main__.py"))
             ):
-                return os.path.realpath(base), os.path.realpath(base)
+                package = os.path.realpath(base)
+                return package, package
             if os.path.isfile(base + ".py"):
                 return os.path.realpath(entry or os.getcwd()), None
         except (OSError, ValueError):  # an unreadable entry, or one with a NUL byte
@@ -302,9 +303,19 @@ def module_invocation(module: str | None, cwd: str | None, program: str | None, 
     look for it (the current directory, then ``sys.path``); else from ``cwd``."""
     if module is None:
         return Invocation(cwd, program, rule=f"{how}: the current directory (the module name is not known)")
-    anchor, package = find_module(module, ([cwd] if cwd is not None else []) + list(sys.path))
+    search = ([cwd] if cwd is not None else []) + list(sys.path)
+    otherwise = f"the current directory ({module} was not found on sys.path)"
+    return _at_module(module, search, program, how, cwd, otherwise)
+
+
+def _at_module(
+    module: str, search: list[str], program: str | None, how: str, fallback: str | None, otherwise: str
+) -> Invocation:
+    """Walk up from ``module``'s top-level package found on ``search``; if it is not there, from ``fallback``,
+    with ``otherwise`` saying so in the rule."""
+    anchor, package = find_module(module, search)
     if anchor is None:
-        return Invocation(cwd, program, rule=f"{how}: the current directory ({module} was not found on sys.path)")
+        return Invocation(fallback, program, rule=f"{how}: {otherwise}")
     return Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
 
 
@@ -440,12 +451,8 @@ def _invocation(argv: object = None) -> Invocation:
     target = launcher_target(script)
     if target is not None:
         how = f"console script {program}, which runs {target}"
-        anchor, package = find_module(target, list(sys.path))
-        if anchor is not None:
-            return Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
-        return Invocation(
-            os.path.dirname(script), program, rule=f"{how}: the launcher's directory ({target} is not on sys.path)"
-        )
+        otherwise = f"the launcher's directory ({target} is not on sys.path)"
+        return _at_module(target, list(sys.path), program, how, os.path.dirname(script), otherwise)
     kind = "a zipapp" if script.endswith((".pyz", ".zip")) else "a script"
     return Invocation(os.path.dirname(script), program, rule=f"{kind}: the directory holding it")
 

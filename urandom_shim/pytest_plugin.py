@@ -125,14 +125,11 @@ class _TestState:
             valid = ("policy", "unready", *OPTIONS) if self.origin == MARKER else ("policy", *OPTIONS)
             raise TypeError(f"{self.origin} got unknown option(s) {unknown}; valid: {', '.join(valid)}")
         overrides = dict(options, policy=policy) if policy is not None else dict(options)
-        problem = self._activation.invalid_override(overrides, self.origin)
-        if problem is not None:
-            raise ValueError(problem)
+        self._activation.apply(overrides, self.origin)  # a bad value raises here, before anything has changed
+        self.overrides = overrides
         from ._config import variables
 
         os.environ.update(variables(overrides))  # children get the same settings
-        self.overrides = overrides
-        self._apply()
 
     def _apply(self) -> None:
         """(Re)install the policy for the current state: patches go in only while the CRNG is unready."""
