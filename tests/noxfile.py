@@ -8,7 +8,8 @@ One session per interpreter: CPython 3.8 to 3.13 from pyenv, and Debian's /usr/b
 sitecustomize. Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
 sessions: ``URANDOM_SHIM_WHEEL``) and the test requirements, and runs pytest there. So the tests that run in-process
 import the installed package, not the source tree, and every test that starts interpreters starts this one. An
-interpreter that is not installed is skipped, and nox prints the reason in its summary.
+interpreter that is not installed is skipped, and nox prints the reason in its summary; under CI (``CI=true``, which
+``.ci/run`` sets) it fails the run instead, so CI can't pass on part of the matrix.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ def label(spec: str) -> str:
 def matrix(session: nox.Session, spec: str) -> None:
     interpreter = find_python(spec)
     if interpreter is None:
-        session.skip(f"interpreter {spec} is not installed on this machine")
+        missing = f"interpreter {spec} of the declared matrix is not installed on this machine"
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            session.error(f"{missing}; CI=true, so that fails the run rather than pass on part of the matrix")
+        session.skip(missing)
     wheel = os.environ.get("URANDOM_SHIM_WHEEL")
     if not wheel or not Path(wheel).is_file():
         session.error("URANDOM_SHIM_WHEEL must name the built wheel (tests/run builds it)")

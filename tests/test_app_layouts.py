@@ -124,6 +124,7 @@ LAYOUTS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("layout", "installer"), LAYOUTS, ids=[f"{a}-{b}" for a, b in LAYOUTS])
 def test_the_apps_policy_applies_however_it_is_installed_and_started(
     python: Path, wheel: Path, app_wheel: Path, tmp_path: Path, layout: str, installer: str

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OUR_VARIABLES
 
 import urandom_shim
 from urandom_shim import _cli, _readiness, _simulation
@@ -24,9 +23,7 @@ from urandom_shim import _cli, _readiness, _simulation
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
-    """No variable of ours from the developer's shell, no user or machine file, and a scratch current directory."""
-    for name in (*OUR_VARIABLES, "URANDOM_SHIM_MACHINE_CONFIG", "URANDOM_SHIM_HOME"):
-        monkeypatch.delenv(name, raising=False)
+    """A scratch current directory (conftest's ``hermetic`` already took away every file and variable of ours)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(tmp_path / "machine.toml"))
     work = tmp_path / "work"

@@ -380,7 +380,7 @@ def test_wait_ctrl_c_exits_130_promptly(shim: Venv) -> None:
     proc.send_signal(signal.SIGINT)
     out, err = proc.communicate(timeout=10)
     assert proc.returncode == 130 and (out, err) == (b"", b"")
-    assert time.monotonic() - sent < 1.0
+    assert time.monotonic() - sent < 3.0  # an uninterruptible wait never ends: 3 s is room for a loaded machine
 
 
 @pytest.mark.slow

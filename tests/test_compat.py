@@ -57,7 +57,8 @@ def test_an_init_script_finishes_at_once_under_every_policy_while_unready(
     assert result.returncode == 0 and result.stderr == "", result.stderr
     digest, inside = result.stdout.split()
     assert digest == hashlib.md5(payload.read_bytes()).hexdigest()
-    assert float(inside) < 1.0 and took < 10, f"the script took {inside} s inside, {took:.1f} s in all"
+    # A script that waited would wait forever (unready-forever): 3 s inside is room for a loaded machine.
+    assert float(inside) < 3.0 and took < 20, f"the script took {inside} s inside, {took:.1f} s in all"
 
 
 # -- a web service that makes its secrets at start-up -----------------------------------------------------------------
@@ -145,6 +146,7 @@ def test_web_app_under_legacy_serves_at_once(flask_venv: Venv) -> None:
 STATES = {"ready": {}, "unready": UNREADY}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("state", list(STATES))
 @pytest.mark.parametrize("policy", POLICIES)
 def test_pip_version_starts_normally(shim: Venv, policy: str, state: str) -> None:
@@ -153,6 +155,7 @@ def test_pip_version_starts_normally(shim: Venv, policy: str, state: str) -> Non
     assert "urandom-shim" not in result.stderr and "Traceback" not in result.stderr, result.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("policy", ("pep524", "pep522", "legacy"))
 def test_python_dash_m_venv_creates_a_working_venv_while_unready(shim: Venv, policy: str, tmp_path: Path) -> None:
     target = tmp_path / "made"

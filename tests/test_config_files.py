@@ -591,7 +591,7 @@ def test_a_pathological_glob_is_matched_without_backtracking(tmp_path: Path) -> 
     assert not _glob.matches(pattern, name)
     assert _glob.matches("*?a?a?a?a?a?a?a?a*b", "a" * 240 + "b")
     took = time.perf_counter() - start
-    assert took < 1.0, f"{took:.2f} s"  # about 1 ms here: the margin is for a loaded machine, the bug took 20 s
+    assert took < 5.0, f"{took:.2f} s"  # about 1 ms here: the margin is for a loaded machine, the bug took 20 s
     (tmp_path / "machine.toml").write_text(f'[[program]]\nmatch = "{"?" * 257}"\npolicy = "legacy"\n')
     found, problems = _config.resolve({}, flags=object(), argv=[str(tmp_path / "x.py")],
                                       environment_file="/nonexistent", machine_file=str(tmp_path / "machine.toml"))  # fmt: skip

@@ -75,6 +75,7 @@ def run_suite(shim: Venv, python: Path, modules: tuple[str, ...], condition: str
     return {"python": version, "condition": condition, "modules": " ".join(modules), **total}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("condition", list(CONDITIONS))
 def test_cpython_regression_tests_pass_with_the_shim(
     shim: Venv, python: Path, condition: str, tmp_path: Path, record_property: Any
@@ -82,6 +83,7 @@ def test_cpython_regression_tests_pass_with_the_shim(
     record_property("cpython_suite", run_suite(shim, python, MODULES, condition, tmp_path))
 
 
+@pytest.mark.slow
 def test_cpython_multiprocessing_spawn_passes_with_every_patch_live(
     shim: Venv, python: Path, tmp_path: Path, record_property: Any
 ) -> None:

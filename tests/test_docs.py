@@ -308,6 +308,7 @@ def _matches(expected: list[str], actual: list[str]) -> bool:
 # -- the tests ------------------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES, ids=page_id)
 def test_every_example_on_the_page_runs_or_parses(page: Path, venvs: Any, python: Path, tmp_path: Path) -> None:
     runner = Page(page, venvs(python, "pytest"), tmp_path)

@@ -82,7 +82,9 @@ def test_pep522_raises_and_legacy_returns_at_once_on_an_unready_kernel(
     result = venv.run("-c", code, env=env_for(trigger, policy), timeout=20)
     first, second = result.stdout.splitlines()
     outcome, took = first.split()
-    assert outcome == expected and float(took) < 0.5, result.stderr
+    # The fake kernel stays unready while the trigger exists: a call that waited would never return, and the line
+    # below proves nothing waited. 3 s is room for a loaded machine.
+    assert outcome == expected and float(took) < 3.0, result.stderr
     assert second == "still unready", "the shim must not have waited for the kernel"
 
 

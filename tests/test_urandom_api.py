@@ -48,7 +48,7 @@ def test_under_simulation_each_form_does_what_it_says_whatever_the_policy(shim: 
         "BlockingIOError: system random number generator is not ready; see secrets.token_bytes(). "
         "urandom_shim.urandom(16, block=False) was called before"
     ), raised
-    assert raised["seconds"] < 0.5
+    assert raised["seconds"] < 5  # a wait here would never end (unready-forever); 5 s is room for a loaded machine
     timed_out = call(shim, {"timeout": 0.3}, forever)
     assert timed_out["got"].startswith("BlockingIOError: system random number generator is not ready") and (
         "urandom_shim.urandom(16, timeout=0.3) waited 0.3 s" in timed_out["got"]
@@ -58,7 +58,7 @@ def test_under_simulation_each_form_does_what_it_says_whatever_the_policy(shim: 
     waited = call(shim, {}, window)
     assert waited["got"] == "16 bytes" and waited["seconds"] >= 0.3 and waited["ready_after"], waited
     ready = call(shim, {"block": False}, {"URANDOM_POLICY": policy})
-    assert ready["got"] == "16 bytes" and ready["seconds"] < 0.5
+    assert ready["got"] == "16 bytes" and ready["seconds"] < 5
 
 
 @pytest.mark.parametrize("policy", POLICIES)

@@ -146,7 +146,8 @@ def boot(
     for step in NEVER_BLOCK:
         assert result[step]["outcome"] == "returned", result[step]
         assert result[step]["probe_after"] == "eagain", f"{step} made the kernel initialise: it blocked"
-        assert result[step]["duration"] < 1.0, result[step]
+        # The probe above proves it; the bound is room for a loaded host under TCG (a block is a second or more).
+        assert result[step]["duration"] < 3.0, result[step]
         assert result[step]["diagnostics"] == []
     return result
 
