@@ -53,7 +53,7 @@ def test_ready_path_imports_only_the_startup_module_and_replaces_nothing(shim: V
         "assert os.urandom is posix.urandom and type(os.urandom) is type(len); "
         "assert secrets.wait_for_system_rng() is True; "
         # The hook stays to add wait_for_system_rng to a re-imported secrets; it watches nothing else.
-        "import urandom_shim; assert list(urandom_shim._hook.callbacks) == ['secrets'], urandom_shim._hook.callbacks; "
+        "import urandom_shim._hooks as h; assert list(h.hook.callbacks) == ['secrets'], h.hook.callbacks; "
         "print('ok')",
         {"URANDOM_POLICY": "pep522"},
     )
@@ -73,10 +73,10 @@ def test_ready_path_importtime_shows_no_heavy_import(shim: Venv) -> None:
 
 def test_activation_is_idempotent_even_when_boot_runs_again(shim: Venv) -> None:
     code = (
-        "import os, posix, sys, _urandom_shim_boot as b, urandom_shim as s; b.boot('pth'); b.boot(); "
-        "s.boot('pth'); s.boot('bootstrap'); "
+        "import os, posix, sys, _urandom_shim_boot as b, urandom_shim._startup as s, urandom_shim._state as st; "
+        "b.boot('pth'); b.boot(); s.boot('pth'); s.boot('bootstrap'); "
         "assert type(os.urandom.__wrapped__) is type(len), 'wrapped twice'; "
-        "assert s.activated_by == 'pth' and sys._urandom_shim_boot == 'pth', s.activated_by; print('ok')"
+        "assert st.state.activated_by == 'pth' and sys._urandom_shim_boot == 'pth', st.state.activated_by; print('ok')"
     )
     result = py(shim, code, {"URANDOM_POLICY": "pep522", **UNREADY})
     assert result.returncode == 0 and result.stdout == "ok\n", result.stderr
@@ -249,7 +249,7 @@ def test_transition_to_ready_restores_every_original(shim: Venv) -> None:
         "assert not hasattr(secrets.token_bytes, '__wrapped__') and not hasattr(secrets.choice, '__wrapped__')\n"
         "assert not hasattr(random.Random.seed, '__wrapped__') and random.seed.__func__ is random.Random.seed\n"
         "import urandom_shim\n"
-        "assert list(urandom_shim._hook.callbacks) == ['secrets']  # only the addition's hook stays\n"
+        "assert list(urandom_shim._hooks.hook.callbacks) == ['secrets']  # only the addition's hook stays\n"
         "assert hasattr(secrets, 'wait_for_system_rng')  # the addition stays\n"
         "print('ok')"
     )

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 import urandom_shim
-from urandom_shim import _cli, _readiness, _simulation
+from urandom_shim import _cli, _simulation, _state
 
 
 @pytest.fixture(autouse=True)
@@ -38,8 +38,8 @@ def simulated(monkeypatch: pytest.MonkeyPatch) -> Any:
 
     def set_spec(spec: str) -> None:
         monkeypatch.setenv(_simulation.ENV, spec)
-        monkeypatch.setattr(_simulation, "_current", _simulation.parse(spec))
-        monkeypatch.setattr(_readiness, "_ready", False)
+        monkeypatch.setattr(_state.state, "simulation", _simulation.parse(spec))
+        monkeypatch.setattr(_state.state, "ready", False)
 
     return set_spec
 
@@ -71,8 +71,8 @@ def not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process as one where the shim never started and no .pth exists, whether or not the test runner's own
     venv has the wheel installed (in the matrix it does, and the shim started from its .pth)."""
     monkeypatch.delattr("sys._urandom_shim_boot", raising=False)
-    monkeypatch.setattr(urandom_shim, "activated_by", None)
-    monkeypatch.setattr(urandom_shim, "inactive_reason", None)
+    monkeypatch.setattr(_state.state, "activated_by", None)
+    monkeypatch.setattr(_state.state, "inactive_reason", None)
     monkeypatch.setattr(_cli, "_pth_locations", lambda: ["/nonexistent/site-packages/urandom_shim.pth"])
 
 

@@ -146,14 +146,14 @@ def test_run_a_missing_command_exits_127_without_a_traceback(shim: Venv) -> None
 # -- the bootstrap sitecustomize ------------------------------------------------------------------------------------
 
 REPORT = (
-    "import json, os, sys, urandom_shim\n"
+    "import json, os, sys, urandom_shim, urandom_shim._state\n"
     "site_file = getattr(sys.modules.get('sitecustomize'), '__file__', None)\n"
     "try:\n"
     "    os.urandom(4)\n"
     "    outcome = 'returned'\n"
     "except BlockingIOError:\n"
     "    outcome = 'raised'\n"
-    "print(json.dumps({'by': urandom_shim.activated_by, 'site': site_file, 'outcome': outcome,\n"
+    "print(json.dumps({'by': urandom_shim._state.state.activated_by, 'site': site_file, 'outcome': outcome,\n"
     "    'policy': urandom_shim.current_settings().policy.value.name, 'shim': urandom_shim.__file__,\n"
     "    'bootstrap_on_path': any('_bootstrap' in p for p in sys.path), 'home_on_path': os.environ['URANDOM_SHIM_HOME'] in sys.path}))\n"
 )

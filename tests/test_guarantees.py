@@ -25,10 +25,10 @@ from urandom_shim import _sources
 
 #: Prints what the shim did in this interpreter, as one JSON line, then tries os.urandom(16) unless told not to.
 PROBE = """\
-import json, os, sys, urandom_shim
+import json, os, sys, urandom_shim, urandom_shim._state
 s = urandom_shim.current_settings()
 report = {
-    "active": getattr(sys, "_urandom_shim_boot", None) is not None and urandom_shim.inactive_reason is None,
+    "active": getattr(sys, "_urandom_shim_boot", None) is not None and urandom_shim._state.state.inactive_reason is None,
     "policy": s.policy.value.name, "source": s.policy.source, "on_timeout": s.on_timeout.value,
     "patched": type(os.urandom) is not type(len),
 }

@@ -1,10 +1,10 @@
 """The engine: applies the effective policy at every patched call site while the CRNG is unready.
 
-The start-up code in :mod:`urandom_shim` hands over to :func:`start_unready` when its probe finds the kernel CRNG
+Start-up (:mod:`urandom_shim._startup`) hands over to :func:`start_unready` when its probe finds the kernel CRNG
 uninitialised (or a simulation says so). The engine reads the configuration, installs the patches, and takes them all
 out again the moment the CRNG is ready, so every call site returns to the interpreter's own code and speed.
 
-This module also holds the runtime API that :mod:`urandom_shim` re-exports.
+This module also holds ``activate()`` and ``deactivate()``, which :mod:`urandom_shim` re-exports.
 """
 
 from __future__ import annotations
@@ -13,14 +13,11 @@ import os
 import sys
 from _thread import _local
 
-import urandom_shim as _startup
-
-from . import _config, _hashseed, _patching, _readiness, _simulation
+from . import _config, _hashseed, _hooks, _patching, _readiness, _runtime, _simulation, _wrappers
 from ._messages import bounded, emit
 from ._policies import (
     BEST_EFFORT,
     NATIVE,
-    PEP522,
     RAISE,
     SEED_INSTANCE,
     SEED_NEW,
@@ -30,14 +27,13 @@ from ._policies import (
     Settings,
     action,
 )
+from ._runtime import ENTROPY_HINT, policy_phrase, refusal, simulation_note
+from ._state import state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any, Callable, Mapping
-
-PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
-ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardware RNG, or a seed file)"
 
 
 class Engine:
@@ -48,7 +44,8 @@ class Engine:
         self.engaged = False
         self.patcher = _patching.Patcher()
         self._local = _local()
-        self._warned: set[str] = set()
+        #: The call sites that have printed their one line (a wait's, or a fallback's).
+        self.warned: set[str] = set()
         self._callbacks: list[Callable[[ModuleType], None]] = []
         self.os_urandom: Callable[..., bytes] = _patching.NATIVE_URANDOM
 
@@ -69,16 +66,16 @@ class Engine:
             return
         self.engaged = True
         self.patcher = patcher = _patching.Patcher()
-        self.os_urandom = _patching.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom")
+        self.os_urandom = _wrappers.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom")
         _readiness.on_ready(self.disengage)  # first, so that a failure below still ends in a full restore
         try:
-            self._watch("posix", _patching.patch_os, reseed_loaded_random)
-            self._watch("os", _patching.patch_os, reseed_loaded_random)
-            _patching.patch_all_loaded_aliases(self, patcher)
-            _patching.patch_stray_references(self, patcher)
-            self._watch("random", _patching.patch_random, reseed_loaded_random)
-            self._watch("secrets", _patching.patch_secrets, reseed_loaded_random)
-            self._watch("urllib.request", _patching.patch_aliases, reseed_loaded_random)
+            self._watch("posix", _wrappers.patch_os, reseed_loaded_random)
+            self._watch("os", _wrappers.patch_os, reseed_loaded_random)
+            _wrappers.patch_all_loaded_aliases(self, patcher)
+            _patching.patch_stray_references(patcher, self.os_urandom)
+            self._watch("random", _wrappers.patch_random, reseed_loaded_random)
+            self._watch("secrets", _wrappers.patch_secrets, reseed_loaded_random)
+            self._watch("urllib.request", _wrappers.patch_aliases, reseed_loaded_random)
         except BaseException:
             self.disengage()
             raise
@@ -92,18 +89,18 @@ class Engine:
         def callback(module: ModuleType) -> None:
             if self.engaged:
                 patch(self, self.patcher, module)
-                if reseed[0] and patch is _patching.patch_random:
+                if reseed[0] and patch is _wrappers.patch_random:
                     self.reseed_module_instance(module)
             reseed[0] = True
 
         self._callbacks.append(callback)
-        _startup.watch(name, callback)
+        _hooks.watch(name, callback)
 
     def disengage(self) -> None:
         """Restore every original. Runs on the transition to ready, and on :func:`deactivate`."""
         self.engaged = False
         for callback in self._callbacks:
-            _startup.unwatch(callback)
+            _hooks.unwatch(callback)
         self._callbacks.clear()
         self.patcher.undo()
 
@@ -131,7 +128,7 @@ class Engine:
             return original(size)
         context = getattr(self._local, "site", None)
         if context is None:
-            user = _patching.ALIAS_USERS.get(name)
+            user = _wrappers.ALIAS_USERS.get(name)
             site, call = URANDOM, f"{name}({size})" + (f" (from {user})" if user else "")
         else:
             site, call = context
@@ -209,8 +206,8 @@ class Engine:
         if settings.on_timeout.value != "fallback":
             raise self._timeout_error(call)
         key = call.partition("(")[0]
-        if key not in self._warned:
-            self._warned.add(key)
+        if key not in self.warned:
+            self.warned.add(key)
             emit(
                 f"{call}: the kernel's random number generator was still not ready after {settings.timeout.value:g} s "
                 f"(timeout from {settings.timeout.source}), so on_timeout 'fallback' (from "
@@ -219,81 +216,23 @@ class Engine:
             )
         return True
 
-    def _policy_phrase(self) -> str:
-        policy = self.settings.policy
-        return f"urandom-shim policy '{policy.value}' (from {policy.source})"
-
-    def _simulation_note(self) -> str:
-        return simulation_note()
-
     def _warn_waiting(self, call: str, elapsed: float) -> None:
-        key = "wait:" + call.partition("(")[0]
-        if key in self._warned:  # one line per call site, not one per thread
-            return
-        self._warned.add(key)
-        fail_fast = "" if self.settings.policy_value is PEP522 else "To fail fast instead, set URANDOM_POLICY=pep522. "
-        emit(
-            f"{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
-            f"{self._policy_phrase()}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
-            f"URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {ENTROPY_HINT}.{self._simulation_note()}"
-        )
+        _runtime.warn_waiting(self.settings, self.warned, call, elapsed)
 
     def _not_ready_error(self, call: str) -> BlockingIOError:
         return refusal(
             f"{call} was called before the kernel's random number generator was initialised, and "
-            f"{self._policy_phrase()} raises instead of waiting. Call secrets.wait_for_system_rng() first, or use "
-            f"the secrets module, which waits; or set URANDOM_POLICY=pep524 to wait here.{self._simulation_note()}"
+            f"{policy_phrase(self.settings)} raises instead of waiting. Call secrets.wait_for_system_rng() first, or "
+            f"use the secrets module, which waits; or set URANDOM_POLICY=pep524 to wait here.{simulation_note()}"
         )
 
     def _timeout_error(self, call: str) -> BlockingIOError:
         timeout = self.settings.timeout
         return refusal(
             f"{call} waited {timeout.value:g} s (timeout from {timeout.source}) for the kernel's "
-            f"random number generator, under {self._policy_phrase()}. Raise the timeout, set "
-            f"URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or {ENTROPY_HINT}.{self._simulation_note()}"
+            f"random number generator, under {policy_phrase(self.settings)}. Raise the timeout, set "
+            f"URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or {ENTROPY_HINT}.{simulation_note()}"
         )
-
-
-def refusal(text: str) -> BlockingIOError:
-    """A refusal to return bytes while the CRNG is unready: PEP 522's ``BlockingIOError`` (EAGAIN, as
-    ``getrandom(GRND_NONBLOCK)`` reports it) with its text first, marked so that the wrapper the caller called
-    raises it with one frame of ours."""
-    error = BlockingIOError(f"{PEP522_TEXT}. {text}")
-    error.errno = 11
-    setattr(error, _patching.REFUSAL, True)
-    return error
-
-
-def checked_timeout(timeout: object) -> float | None:
-    """``timeout`` as seconds, or None; ValueError for anything but a number >= 0 or None."""
-    if timeout is None:
-        return None
-    try:
-        seconds = float(timeout)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}") from None
-    if seconds != seconds or seconds < 0:
-        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {seconds!r}")
-    return seconds
-
-
-def wait_as_configured(call: str, timeout: float | None) -> bool:
-    """Wait for the CRNG for ``call`` (up to ``timeout``), with the configured ``warn_after`` line naming it."""
-    settings = current_settings()
-    engine = _engine or Engine(settings)
-    return _readiness.wait(
-        timeout,
-        warn_after=settings.warn_after.value,  # type: ignore[arg-type]
-        warn=lambda elapsed: engine._warn_waiting(call, elapsed),
-    )
-
-
-def simulation_note() -> str:
-    """The sentence every message about an unready CRNG ends with when the unready state is simulated."""
-    sim = _simulation.current()
-    if sim is None:
-        return ""
-    return f" (The unready state is simulated by URANDOM_SHIM_SIMULATE={sim.spec}.)"
 
 
 def _best_effort_seed_or_none() -> int | None:
@@ -305,24 +244,20 @@ def _best_effort_seed_or_none() -> int | None:
         return None
 
 
-_engine: Engine | None = None
-
-
 def start_unready() -> None:
     """Called by start-up when the CRNG is unready (or simulated so): resolve the configuration and engage."""
-    global _engine
     if _hashseed.MARK in os.environ:  # started by `urandom-shim run` with a hash seed of ours
         _hashseed.pass_on(ready=_readiness.kernel_state() != _readiness.UNREADY)
     _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
     if _readiness.is_ready():  # e.g. a simulated window that has already closed
-        _startup.add_wait_for_system_rng()
+        _runtime.add_wait_for_system_rng()
         return
     settings, problems = _config.resolve()
     for problem in bounded(problems):
         emit(problem)
-    _startup.add_wait_for_system_rng()
-    _engine = Engine(settings)
-    _engine.engage()
+    _runtime.add_wait_for_system_rng()
+    state.engine = engine = Engine(settings)
+    engine.engage()
 
 
 # -- the runtime API ---------------------------------------------------------------------------------------------------
@@ -369,7 +304,6 @@ def activate(
 def apply(overrides: Mapping[str, object], source: str) -> Settings:
     """:func:`activate`, with ``source`` naming where the values came from in every message (the pytest plugin
     passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value, before anything changes."""
-    global _engine
     for key, value in overrides.items():
         try:
             _config.KEYS[key][1](value, False)
@@ -380,65 +314,17 @@ def apply(overrides: Mapping[str, object], source: str) -> Settings:
     for problem in bounded(problems):
         emit(problem)
     deactivate()
-    if _startup.activated_by is None:
-        _startup.activated_by = "runtime"
-    _startup.add_wait_for_system_rng()
-    _engine = Engine(settings)
-    _engine.engage(reseed_loaded_random=False)
-    return _engine.settings
+    if state.activated_by is None:
+        state.activated_by = "runtime"
+    _runtime.add_wait_for_system_rng()
+    state.engine = engine = Engine(settings)
+    engine.engage(reseed_loaded_random=False)
+    return engine.settings
 
 
 def deactivate() -> None:
     """Take out every patch and restore every original. ``secrets.wait_for_system_rng`` stays: code may rely on it."""
-    global _engine
-    if _engine is not None:
-        _engine.disengage()
-        _engine = None
-
-
-def current_settings() -> Settings:
-    """The effective policy and options, each with its source. Resolved now if start-up did not need to."""
-    if _engine is not None:
-        return _engine.settings
-    settings, _problems = _config.resolve()
-    return settings
-
-
-def wait_for_system_rng(timeout: float | None = None) -> bool:
-    """See :func:`urandom_shim.wait_for_system_rng`."""
-    if _readiness.is_ready():
-        return True
-    return wait_as_configured("secrets.wait_for_system_rng()", checked_timeout(timeout))
-
-
-def urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | BaseException:
-    """See :func:`urandom_shim.urandom`: the bytes, or the exception for it to raise (so that the traceback shows the
-    one frame the caller called)."""
-    import operator
-
-    try:
-        size = operator.index(size)
-    except TypeError:
-        return TypeError(f"size must be an integer, not {type(size).__name__}")
-    if size < 0:
-        return ValueError("negative argument not allowed")
-    if timeout is not None and block is False:
-        return ValueError("block=False never waits, so it takes no timeout")
-    try:
-        timeout = checked_timeout(timeout)
-    except ValueError as exc:
-        return exc.with_traceback(None)  # raised again from the one frame the caller called
-    if _readiness.is_ready():
-        return _patching.NATIVE_URANDOM(size)
-    if not block:
-        return refusal(
-            f"urandom_shim.urandom({size}, block=False) was called before the kernel's random number generator was "
-            f"initialised. Call it without block=False to wait, or call secrets.wait_for_system_rng() first."
-            f"{simulation_note()}"
-        )
-    if not wait_as_configured(f"urandom_shim.urandom({size})", timeout):
-        return refusal(
-            f"urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's random number "
-            f"generator. Raise the timeout, or {ENTROPY_HINT}.{simulation_note()}"
-        )
-    return _patching.NATIVE_URANDOM(size)
+    engine = state.engine
+    if engine is not None:
+        engine.disengage()
+        state.engine = None

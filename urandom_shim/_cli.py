@@ -16,10 +16,9 @@ import shutil
 import sys
 import textwrap
 
-import urandom_shim as _startup
-
-from . import _config, _hashseed, _policies, _readiness, _simulation, _sources
+from . import __version__, _config, _hashseed, _policies, _readiness, _simulation, _sources
 from ._messages import bounded, line
+from ._state import state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -145,9 +144,9 @@ def _pth_locations() -> list[str]:
 
 def activation_facts() -> dict[str, Any]:
     """Whether the shim started in this interpreter, how, and if not, why not."""
-    how = getattr(sys, "_urandom_shim_boot", None) or _startup.activated_by
+    how = getattr(sys, "_urandom_shim_boot", None) or state.activated_by
     pth = next((path for path in _pth_locations() if os.path.isfile(path)), None)
-    reason = _startup.inactive_reason
+    reason = state.inactive_reason
     disable = os.environ.get("URANDOM_SHIM_DISABLE", "")
     if how is None and reason is None:
         if disable not in ("", "0"):
@@ -161,20 +160,15 @@ def activation_facts() -> dict[str, Any]:
             )
         else:
             reason = f"{pth} exists but did not run in this interpreter"
-    engine = _activation_engine()
+    engine = state.engine
     return {
-        "active": how is not None and _startup.inactive_reason is None,
+        "active": how is not None and state.inactive_reason is None,
         "activated_by": how,
         "inactive_reason": reason,
         "pth": pth,
         "patched": engine is not None and engine.engaged,
         "package": os.path.dirname(os.path.abspath(__file__)),
     }
-
-
-def _activation_engine() -> Any:
-    activation = sys.modules.get("urandom_shim._activation")
-    return getattr(activation, "_engine", None)
 
 
 ACTIVATED_BY = {
@@ -199,7 +193,7 @@ def status_report() -> dict[str, Any]:
     simulated_unready = simulation is not None and simulation["unready"]
     crng = _readiness.UNREADY if simulated_unready else kernel["crng"]
     return {
-        "version": _startup.__version__,
+        "version": __version__,
         "python": {
             "executable": sys.executable,
             "version": ".".join(str(part) for part in sys.version_info[:3]),
@@ -329,7 +323,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def _own_settings() -> _policies.Settings:
-    from ._activation import current_settings
+    from ._runtime import current_settings
 
     return current_settings()
 
@@ -483,8 +477,8 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     live.show(progress("still not ready; giving up"), final=True)
     if not args.quiet and not live.enabled:
-        from ._activation import ENTROPY_HINT, simulation_note
         from ._messages import emit
+        from ._runtime import ENTROPY_HINT, simulation_note
 
         emit(
             f"wait: the kernel's random number generator was still not ready after {args.timeout:g} s (--timeout); "
@@ -799,7 +793,7 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         description="Choose what os.urandom() does before the kernel's random number generator is initialised.",
         epilog="Run `urandom-shim COMMAND --help` for each command's options and examples.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {_startup.__version__}")
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
     subs: dict[str, argparse.ArgumentParser] = {}
 

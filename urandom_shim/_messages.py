@@ -49,3 +49,19 @@ def bounded(problems: list[str]) -> list[str]:
         *problems[: MAX_LINES - 1],
         f"{hidden} more configuration problems are not shown; `urandom-shim check --json` lists them all.",
     ]
+
+
+def report_failure(exc: BaseException) -> None:
+    """The shim failed inside an interpreter: one line (the traceback too under ``URANDOM_SHIM_DEBUG``), and the
+    interpreter carries on with its own ``os.urandom()``."""
+    import os
+
+    if os.environ.get("URANDOM_SHIM_DEBUG", "") not in ("", "0"):
+        import traceback
+
+        traceback.print_exception(type(exc), exc, exc.__traceback__)
+    emit(
+        f"not active in this interpreter: activation failed ({type(exc).__name__}: {exc}); "
+        "the interpreter carries on with its own os.urandom(). Rerun with URANDOM_SHIM_DEBUG=1 for the traceback, "
+        "or set URANDOM_SHIM_DISABLE=1 to silence this."
+    )

@@ -7,8 +7,9 @@ Each wrapper has a fast path: once the CRNG is ready (or the shim is deactivated
 transition to ready the shim also *restores* every original, so call sites go back to the interpreter's own functions
 and speed; only references that were copied while the shim was engaged keep a wrapper, and its fast path.
 
-The wrappers decide nothing themselves: they ask the engine (:mod:`urandom_shim._activation`) what their call site does
-under the current policy.
+This module is the machinery only, and imports nothing of the package but the interpreter's own os.urandom: the
+stand-ins and where they go are :mod:`urandom_shim._wrappers`, and what they do is the engine's
+(:mod:`urandom_shim._activation`).
 """
 
 from __future__ import annotations
@@ -22,23 +23,12 @@ from ._readiness import native_urandom
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any, Callable
-
-    from ._activation import Engine
 
 #: The interpreter's own os.urandom.
 NATIVE_URANDOM = native_urandom
 
 _MISSING = object()
-
-#: Who calls the well-known aliases of os.urandom, for diagnostics.
-ALIAS_USERS = {
-    "random._urandom": "random.SystemRandom",
-    "urllib.request._randombytes": "urllib.request's HTTP digest authentication",
-}
-
-SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits")
 
 
 class _Attr:
@@ -210,7 +200,7 @@ def unwrap(value: object) -> object:
     return value
 
 
-def _dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str) -> Callable[..., Any]:
+def dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str) -> Callable[..., Any]:
     """Give ``wrapper`` the original's name, docstring and module, as functools.update_wrapper does (without its
     import cost on the start-up path)."""
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -226,71 +216,6 @@ def _dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str
     return wrapper
 
 
-#: The attribute that marks a BlockingIOError as the shim's own refusal (pep522, or a timeout), raised again from the
-#: wrapper the caller called with the shim's inner frames cut off: the traceback shows one frame of ours.
-REFUSAL = "_urandom_shim_refusal"
-
-
-def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) -> Callable[..., bytes]:
-    """A stand-in for os.urandom (or an alias of it) that applies the policy while the CRNG is unready."""
-    original = unwrap(original)  # type: ignore[assignment]
-
-    def urandom(*args: Any, **kwargs: Any) -> bytes:
-        if not engine.engaged or engine.ready():
-            return original(*args, **kwargs)
-        try:
-            return engine.urandom(original, label, args, kwargs)
-        except BlockingIOError as exc:
-            if not getattr(exc, REFUSAL, False):
-                raise
-            raise exc.with_traceback(None) from None
-
-    return _dress(urandom, original, label)
-
-
-def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site: str) -> Callable[..., Any]:
-    """A stand-in for a function (a ``secrets`` function) whose inner os.urandom calls follow ``site``'s row."""
-    original = unwrap(original)  # type: ignore[assignment]
-
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not engine.engaged or engine.ready():
-            return original(*args, **kwargs)
-        try:
-            return engine.within_site(site, label, original, args, kwargs)
-        except BlockingIOError as exc:
-            if not getattr(exc, REFUSAL, False):
-                raise
-            raise exc.with_traceback(None) from None
-
-    return _dress(wrapper, original, label)
-
-
-def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., Any]:
-    """A stand-in for ``random.Random.seed``: ``seed(None)`` gets its entropy as the policy says."""
-    original = unwrap(original)  # type: ignore[assignment]
-
-    def seed(self: Any, *args: Any, **kwargs: Any) -> Any:
-        if (
-            ((args and args[0] is None) or (not args and kwargs.get("a") is None))
-            and engine.engaged
-            and not engine.ready()
-        ):
-            try:
-                value = engine.seed_value(self)
-            except BlockingIOError as exc:
-                if not getattr(exc, REFUSAL, False):
-                    raise
-                raise exc.with_traceback(None) from None
-            if value is not None:
-                if args:
-                    args = (value, *args[1:])
-                else:
-                    kwargs["a"] = value
-        return original(self, *args, **kwargs)
-
-    return _dress(seed, original, "random.Random.seed")
-
-
 def namespace(module: object) -> dict[str, object] | None:
     """A loaded module's globals, read without triggering anything: lazy modules (importlib.util.LazyLoader) load on
     attribute access, and may fail doing so."""
@@ -303,45 +228,7 @@ def namespace(module: object) -> dict[str, object] | None:
     return found if isinstance(found, dict) else None
 
 
-def module_aliases(module: ModuleType) -> list[str]:
-    """Names in ``module`` bound to the interpreter's os.urandom or to one of our os.urandom wrappers."""
-    names = []
-    for name, value in list((namespace(module) or {}).items()):
-        if value is NATIVE_URANDOM or (is_wrapper(value) and unwrap(value) is NATIVE_URANDOM):
-            names.append(name)
-    return names
-
-
-def patch_os(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
-    """``os.urandom`` and ``posix.urandom``: one wrapper for both, so that ``os.urandom is posix.urandom`` stays
-    true. Patching ``posix`` too covers ``import posix``, and an ``os`` that is reloaded or imported again after
-    ``del sys.modules['os']``: it copies ``urandom`` from ``posix`` again."""
-    if vars(module).get("urandom") is not None:
-        patcher.set(module, "urandom", engine.os_urandom)
-
-
-def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
-    """Point every alias of os.urandom that ``module`` holds at a wrapper labelled with the module and name."""
-    mod_name = (namespace(module) or {}).get("__name__", "?")
-    if not isinstance(mod_name, str) or mod_name in ("posix", "nt") or mod_name.startswith("urandom_shim"):
-        return
-    for name in module_aliases(module):
-        if not patcher.has(module, name):  # os.urandom, say, which already has its wrapper
-            patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
-
-
-def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
-    """Cover aliases held by modules imported before the shim engaged (another ``.pth``, a sitecustomize)."""
-    for module in list(sys.modules.values()):
-        try:
-            patch_aliases(engine, patcher, module)
-        except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
-            from ._messages import emit
-
-            emit(f"could not check module {module!r} for aliases of os.urandom ({type(exc).__name__}: {exc}).")
-
-
-def patch_stray_references(engine: Engine, patcher: Patcher) -> None:
+def patch_stray_references(patcher: Patcher, wrapper: Callable[..., bytes]) -> None:
     """Cover references to the interpreter's os.urandom held outside module namespaces, taken before the shim
     engaged: dict values (instance attributes, ``{"rand": os.urandom}``), list items, class attributes, default
     arguments, ``functools.partial``, ``staticmethod`` and closure cells. The garbage collector knows every container
@@ -354,7 +241,6 @@ def patch_stray_references(engine: Engine, patcher: Patcher) -> None:
     import gc
 
     skip = _own_places()
-    wrapper = engine.os_urandom
     for holder in gc.get_referrers(NATIVE_URANDOM):
         if id(holder) in skip:
             continue
@@ -419,38 +305,3 @@ def _owning_class(namespace_: dict[str, object]) -> type | None:
         if isinstance(owner, type) and any(inner is namespace_ for inner in gc.get_referents(owner.__dict__)):
             return owner
     return None
-
-
-def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
-    patch_aliases(engine, patcher, module)
-    cls = getattr(module, "Random", None)
-    if cls is not None and "seed" in vars(cls):
-        inst = getattr(module, "_inst", None)
-        bound = vars(module).get("seed")
-        # random.seed is _inst.seed, a method bound at import time to the unpatched function: rebind it too.
-        rebind = inst is not None and getattr(bound, "__self__", None) is inst
-        wrapped_seed = seed_wrapper(engine, vars(cls)["seed"])
-        patcher.set(cls, "seed", wrapped_seed)
-        if rebind:
-            patcher.set(module, "seed", wrapped_seed.__get__(inst, type(inst)))
-
-
-def patch_secrets(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
-    from ._policies import SECRETS
-
-    patch_aliases(engine, patcher, module)
-    replaced: dict[int, tuple[object, object]] = {}
-    for name in SECRETS_FUNCTIONS:
-        original = vars(module).get(name)
-        if original is not None and callable(original):
-            wrapper = site_wrapper(engine, original, f"secrets.{name}", SECRETS)
-            patcher.set(module, name, wrapper)
-            replaced[id(original)] = (original, wrapper)
-    # `from secrets import token_bytes` in a module loaded before the shim engaged holds the unpatched function.
-    for other in list(sys.modules.values()):
-        if other is module:
-            continue
-        for name, value in list((namespace(other) or {}).items()):
-            found = replaced.get(id(value))
-            if found is not None and found[0] is value:
-                patcher.set(other, name, found[1])

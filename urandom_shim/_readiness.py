@@ -18,6 +18,7 @@ import sys
 import time
 
 from . import _simulation
+from ._state import state as _state
 
 READY = "ready"
 UNREADY = "unready"
@@ -31,7 +32,6 @@ if TYPE_CHECKING:
     from typing import Callable
 
 _settled: str | None = None  # READY or UNKNOWN once the kernel has answered for good
-_ready = False  # kernel and simulation both ready: cached forever (but see reset())
 _listeners: list[Callable[[], None]] = []
 _insecure_works: bool | None = None
 #: The interpreter's own os.urandom, whatever os.urandom is by the time this module is imported. Waits call it
@@ -63,7 +63,7 @@ def kernel_state() -> str:
 
 def state() -> str:
     """The state this process must act on: the simulation (if any) on top of the kernel."""
-    if _ready:
+    if _state.ready:
         return READY
     sim = _simulation.current()
     if sim is not None and sim.unready():
@@ -76,7 +76,7 @@ def state() -> str:
 
 def is_ready() -> bool:
     """True once the CRNG (real, and simulated if a simulation is on) is initialised, or when that can't be known."""
-    if _ready:
+    if _state.ready:
         return True
     return state() != UNREADY
 
@@ -87,18 +87,17 @@ _listeners_lock = _thread.RLock()
 def on_ready(callback: Callable[[], None]) -> None:
     """Call ``callback`` once, in whichever thread first sees the CRNG ready (at once if it already is)."""
     with _listeners_lock:
-        if not _ready:
+        if not _state.ready:
             _listeners.append(callback)
             return
     callback()
 
 
 def _mark_ready() -> None:
-    global _ready
     with _listeners_lock:
-        if _ready:
+        if _state.ready:
             return
-        _ready = True
+        _state.ready = True
         callbacks = _listeners[:]
         del _listeners[:]
     for callback in callbacks:
@@ -112,8 +111,7 @@ def _mark_ready() -> None:
 
 def reset() -> None:
     """Forget a cached "ready" (only for tests and the pytest plugin, after :func:`_simulation.override`)."""
-    global _ready
-    _ready = False
+    _state.ready = False
 
 
 # -- waiting -------------------------------------------------------------------------------------------------------

@@ -26,6 +26,9 @@ from __future__ import annotations
 import os
 import time
 
+from ._state import UNREAD
+from ._state import state as _state
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
@@ -120,15 +123,10 @@ def problem(spec: str, exc: InvalidSimulation) -> str:
     )
 
 
-_UNSET = object()
-_current: object = _UNSET
-
-
 def current() -> Simulation | None:
     """The simulation this process is under, read from the environment once. Bad values are reported and ignored."""
-    global _current
-    if _current is _UNSET:
-        _current = None
+    if _state.simulation is UNREAD:
+        _state.simulation = None
         spec = os.environ.get(ENV)
         if spec:  # empty counts as not set, as for every variable of ours
             try:
@@ -140,8 +138,8 @@ def current() -> Simulation | None:
             else:
                 if sim.spec != spec:  # pin a relative window so that children share this process's deadline
                     os.environ[ENV] = sim.spec
-                _current = sim
-    return _current  # type: ignore[return-value]
+                _state.simulation = sim
+    return _state.simulation  # type: ignore[return-value]
 
 
 def override(sim: Simulation | None) -> None:
@@ -150,8 +148,7 @@ def override(sim: Simulation | None) -> None:
     This is the one way to go back from "ready" to "unready", and it exists only because a test suite needs a fresh
     kernel per test. Call :func:`urandom_shim._readiness.reset` afterwards so the cached "ready" is forgotten.
     """
-    global _current
-    _current = sim
+    _state.simulation = sim
     if sim is None:
         os.environ.pop(ENV, None)
     else:

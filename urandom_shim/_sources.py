@@ -15,6 +15,8 @@ import os
 import stat
 import sys
 
+from ._state import state
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Mapping
@@ -380,15 +382,11 @@ def command_invocation(command: list[str]) -> Invocation:
     return Invocation(cwd, target if kind == "-m" else None)
 
 
-#: Set by the pytest plugin for the run: (directory, rule). The project under test is pytest's own rootdir, however
-#: pytest was started (``pytest``, ``python -m pytest``, from a subdirectory), not where the pytest module lives.
-_project_root: tuple[str, str] | None = None
-
-
 def set_project_root(directory: str | None, rule: str = "") -> None:
-    """Make ``directory`` the project of this process (None: back to the rules of :func:`invocation`)."""
-    global _project_root
-    _project_root = None if directory is None else (directory, rule)
+    """Make ``directory`` the project of this process (None: back to the rules of :func:`invocation`). The pytest
+    plugin sets it for the run: the project under test is pytest's own rootdir, however pytest was started
+    (``pytest``, ``python -m pytest``, from a subdirectory), not where the pytest module lives."""
+    state.project_root = None if directory is None else (directory, rule)
 
 
 def invocation(argv: object = None) -> Invocation:
@@ -398,8 +396,8 @@ def invocation(argv: object = None) -> Invocation:
     ``.pth`` ran), so that configuration read later still sees how the interpreter was started; and, under the
     pytest plugin, pytest's rootdir as the project."""
     found = _invocation(argv)
-    if argv is None and _project_root is not None:
-        directory, rule = _project_root
+    if argv is None and state.project_root is not None:
+        directory, rule = state.project_root
         return Invocation(directory, found.program, found.problem, rule)
     return found
 

@@ -95,17 +95,14 @@ class _TestState:
     """What one test changes through the plugin, and how to put it all back."""
 
     def __init__(self) -> None:
-        from . import _activation, _readiness, _simulation
+        from . import _activation, _readiness, _simulation, _state
 
         self._activation = _activation
         self._readiness = _readiness
         self._simulation = _simulation
+        self._state = _state
         self.saved_env = {name: os.environ.get(name) for name in VARIABLES}
-        self.saved_simulation = _simulation._current
-        self.saved_ready = _readiness._ready
-        self.saved_engine = _activation._engine
-        self.saved_engaged = bool(self.saved_engine is not None and self.saved_engine.engaged)
-        self.saved_activated_by = _startup().activated_by
+        self.saved_state = _state.snapshot()
         self.saved_namespaces = _snapshot()
         self.overrides: dict[str, Any] | None = None
         self.flag: str | None = None
@@ -199,28 +196,15 @@ class _TestState:
 
     def close(self) -> None:
         self._cancel_timers()
-        if self.overrides is not None or self.flag is not None:
-            self._activation.deactivate()
         for name, value in self.saved_env.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-        self._simulation._current = self.saved_simulation
-        self._readiness._ready = self.saved_ready
-        self._activation._engine = self.saved_engine
-        _startup().activated_by = self.saved_activated_by
-        if self.saved_engaged and self.saved_engine is not None:
-            self.saved_engine.engage(reseed_loaded_random=False)
+        self._state.restore(self.saved_state)  # takes out the test's engine, and puts back whatever was in force
         _restore(self.saved_namespaces)
         if self.flag is not None and os.path.exists(self.flag):
             os.unlink(self.flag)
-
-
-def _startup() -> Any:
-    import urandom_shim
-
-    return urandom_shim
 
 
 def _snapshot() -> list[tuple[object, dict[str, object]]]:

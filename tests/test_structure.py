@@ -1,0 +1,81 @@
+"""The package's shape: no import circle among its modules, at run time or for type checking (issue 17).
+
+Every import counts: at module level, inside a function (a lazy import is still a dependency) and under
+``TYPE_CHECKING``. A circle makes the order modules load in matter, and it is how a "small" module ends up needing
+the whole package; this test keeps one from growing back.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "urandom_shim"
+
+
+def imports_of(path: Path, modules: set[str]) -> set[str]:
+    """The package's modules that ``path`` imports, anywhere in it (``__init__`` for the package itself)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom):
+            if node.level == 1 and node.module:
+                found.add(node.module.split(".")[0])
+            elif node.level == 1:  # from . import a, b: modules, or names of the package itself
+                found.update(alias.name if alias.name in modules else "__init__" for alias in node.names)
+            elif node.module == "urandom_shim":  # from urandom_shim import _a, __version__
+                found.update(alias.name if alias.name in modules else "__init__" for alias in node.names)
+            elif node.module and node.module.split(".")[0] == "urandom_shim":
+                found.add(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if parts[0] == "urandom_shim":
+                    found.add(parts[1] if len(parts) > 1 else "__init__")
+    return found - {path.stem}
+
+
+def graph() -> dict[str, set[str]]:
+    paths = sorted(PACKAGE.glob("*.py"))
+    modules = {path.stem for path in paths}
+    return {path.stem: imports_of(path, modules) for path in paths}
+
+
+def circles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Every module that can reach itself, with one path that does."""
+    found = []
+    for start in sorted(edges):
+        circle = _path_back(edges, start, [start], {start})
+        if circle:
+            found.append(circle)
+    return found
+
+
+def _path_back(edges: dict[str, set[str]], start: str, path: list[str], seen: set[str]) -> list[str] | None:
+    for nxt in sorted(edges.get(path[-1], ())):
+        if nxt == start:
+            return [*path, start]
+        if nxt not in seen:
+            seen.add(nxt)
+            found = _path_back(edges, start, [*path, nxt], seen)
+            if found:
+                return found
+    return None
+
+
+def test_no_module_of_the_package_imports_itself_through_others() -> None:
+    edges = graph()
+    assert len(edges) >= 15 and all(edges[name] for name in ("_activation", "_cli", "_startup")), edges
+    found = circles(edges)
+    assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
+
+
+def test_the_circle_finder_finds_a_circle_and_the_import_reader_sees_every_kind_of_import(tmp_path: Path) -> None:
+    assert circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c", "a"], ["b", "c", "a", "b"],
+                                                                          ["c", "a", "b", "c"]]  # fmt: skip
+    assert circles({"a": {"b"}, "b": set()}) == []
+    module = tmp_path / "x.py"
+    module.write_text(
+        "from . import _a, __version__\nimport urandom_shim._b\nTYPE_CHECKING = False\nif TYPE_CHECKING:\n"
+        "    from ._c import C\ndef f():\n    from urandom_shim import _d\n    import urandom_shim\n"
+    )
+    assert imports_of(module, {"_a", "_b", "_c", "_d"}) == {"_a", "__init__", "_b", "_c", "_d"}

@@ -1,0 +1,185 @@
+"""The runtime API (``wait_for_system_rng``, ``urandom``, ``current_settings``, the CRNG state), and the waiting and
+refusing that the engine (:mod:`urandom_shim._activation`) shares with it.
+
+:mod:`urandom_shim` re-exports the public functions from here, and ``secrets.wait_for_system_rng`` is this module's
+:func:`wait_for_system_rng`, added under every policy.
+"""
+
+from __future__ import annotations
+
+from . import _config, _hooks, _readiness, _simulation
+from ._messages import emit
+from ._policies import PEP522
+from ._state import state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from types import ModuleType
+
+    from ._policies import Settings
+
+PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
+ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardware RNG, or a seed file)"
+#: The attribute that marks a BlockingIOError as the shim's own refusal (pep522, or a timeout), raised again from the
+#: function the caller called with the shim's inner frames cut off: the traceback shows one frame of ours.
+REFUSAL = "_urandom_shim_refusal"
+
+
+# -- the public API ------------------------------------------------------------------------------------------------
+
+
+def is_system_rng_ready() -> bool:
+    """True when the kernel's random number generator is initialised (or a simulation says so, or it can't be known).
+
+    One non-blocking ``getrandom()`` call until the answer is yes; free afterwards.
+    """
+    return _readiness.is_ready()
+
+
+def system_rng_state() -> str:
+    """``"ready"``, ``"unready"`` or ``"unknown"`` (no ``getrandom``, or denied: counts as ready)."""
+    return _readiness.state()
+
+
+def wait_for_system_rng(timeout: float | None = None) -> bool:
+    """Block until the kernel's random number generator is initialised (PEP 522's ``secrets.wait_for_system_rng``).
+
+    Returns True at once when it already is, which is nearly always. With ``timeout`` (seconds), returns False if the
+    generator is still not ready when the time runs out. Ctrl-C interrupts the wait.
+    """
+    if _readiness.is_ready():
+        return True
+    return wait_as_configured("secrets.wait_for_system_rng()", checked_timeout(timeout))
+
+
+def urandom(size: int, *, block: bool = True, timeout: float | None = None) -> bytes:
+    """``size`` random bytes from the kernel, with the waiting chosen per call, whatever the configured policy.
+
+    ``urandom(16)`` waits until the kernel's random number generator is initialised (PEP 524's semantics);
+    ``urandom(16, block=False)`` raises ``BlockingIOError`` (PEP 522's) if it is not; ``urandom(16, timeout=2.0)``
+    waits at most 2 s, then raises ``BlockingIOError``. It never returns bytes from an uninitialised generator, under
+    any policy. Ctrl-C interrupts the wait. Where the kernel can't say (not Linux), it is ``os.urandom``.
+    """
+    result = _urandom_or_error(size, block, timeout)
+    if isinstance(result, BaseException):
+        raise result
+    return result
+
+
+def current_settings() -> Settings:
+    """The effective policy and options, each with its source. Resolved now if start-up did not need to."""
+    engine = state.engine
+    if engine is not None:
+        settings: Settings = engine.settings
+        return settings
+    settings, _problems = _config.resolve()
+    return settings
+
+
+def _add_to_secrets(module: ModuleType) -> None:
+    if not hasattr(module, "wait_for_system_rng"):
+        module.wait_for_system_rng = wait_for_system_rng  # type: ignore[attr-defined]
+
+
+def add_wait_for_system_rng() -> None:
+    """``secrets.wait_for_system_rng`` in ``secrets`` now if it is loaded, and in every ``secrets`` loaded later."""
+    _hooks.watch("secrets", _add_to_secrets)
+
+
+# -- waiting and refusing ------------------------------------------------------------------------------------------
+
+
+def refusal(text: str) -> BlockingIOError:
+    """A refusal to return bytes while the CRNG is unready: PEP 522's ``BlockingIOError`` (EAGAIN, as
+    ``getrandom(GRND_NONBLOCK)`` reports it) with its text first, marked so that the function the caller called
+    raises it with one frame of ours."""
+    error = BlockingIOError(f"{PEP522_TEXT}. {text}")
+    error.errno = 11
+    setattr(error, REFUSAL, True)
+    return error
+
+
+def checked_timeout(timeout: object) -> float | None:
+    """``timeout`` as seconds, or None; ValueError for anything but a number >= 0 or None."""
+    if timeout is None:
+        return None
+    try:
+        seconds = float(timeout)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}") from None
+    if seconds != seconds or seconds < 0:
+        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {seconds!r}")
+    return seconds
+
+
+def simulation_note() -> str:
+    """The sentence every message about an unready CRNG ends with when the unready state is simulated."""
+    sim = _simulation.current()
+    if sim is None:
+        return ""
+    return f" (The unready state is simulated by URANDOM_SHIM_SIMULATE={sim.spec}.)"
+
+
+def policy_phrase(settings: Settings) -> str:
+    policy = settings.policy
+    return f"urandom-shim policy '{policy.value}' (from {policy.source})"
+
+
+def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float) -> None:
+    """The one line a wait prints after ``warn_after`` seconds: one per call site (``warned`` remembers), not one
+    per thread."""
+    key = "wait:" + call.partition("(")[0]
+    if key in warned:
+        return
+    warned.add(key)
+    fail_fast = "" if settings.policy.value is PEP522 else "To fail fast instead, set URANDOM_POLICY=pep522. "
+    emit(
+        f"{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
+        f"{policy_phrase(settings)}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
+        f"URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {ENTROPY_HINT}.{simulation_note()}"
+    )
+
+
+def wait_as_configured(call: str, timeout: float | None) -> bool:
+    """Wait for the CRNG for ``call`` (up to ``timeout``), with the configured ``warn_after`` line naming it."""
+    settings = current_settings()
+    engine = state.engine
+    warned: set[str] = engine.warned if engine is not None else set()
+    return _readiness.wait(
+        timeout,
+        warn_after=settings.warn_after.value,  # type: ignore[arg-type]
+        warn=lambda elapsed: warn_waiting(settings, warned, call, elapsed),
+    )
+
+
+def _urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | BaseException:
+    """See :func:`urandom`: the bytes, or the exception for it to raise (so that the traceback shows the one frame
+    the caller called)."""
+    import operator
+
+    try:
+        size = operator.index(size)
+    except TypeError:
+        return TypeError(f"size must be an integer, not {type(size).__name__}")
+    if size < 0:
+        return ValueError("negative argument not allowed")
+    if timeout is not None and block is False:
+        return ValueError("block=False never waits, so it takes no timeout")
+    try:
+        timeout = checked_timeout(timeout)
+    except ValueError as exc:
+        return exc.with_traceback(None)  # raised again from the one frame the caller called
+    if _readiness.is_ready():
+        return _readiness.native_urandom(size)
+    if not block:
+        return refusal(
+            f"urandom_shim.urandom({size}, block=False) was called before the kernel's random number generator was "
+            f"initialised. Call it without block=False to wait, or call secrets.wait_for_system_rng() first."
+            f"{simulation_note()}"
+        )
+    if not wait_as_configured(f"urandom_shim.urandom({size})", timeout):
+        return refusal(
+            f"urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's random number "
+            f"generator. Raise the timeout, or {ENTROPY_HINT}.{simulation_note()}"
+        )
+    return _readiness.native_urandom(size)
