@@ -1,4 +1,7 @@
-"""The command line: ``urandom-shim`` (console script) and ``python -m urandom_shim``.
+"""The command line: ``urandom-shim`` (console script) and ``python -m urandom_shim``: the argument parsing, and each
+command as a few lines that put the other modules together. The facts ``status`` and ``check`` report are
+:mod:`urandom_shim._report`'s, their text is :mod:`urandom_shim._render`'s, and launching a command for ``run`` and
+``simulate`` is :mod:`urandom_shim._launch`'s.
 
 ``status`` and ``check`` explain; ``wait`` blocks until the kernel CRNG is ready; ``run`` and ``simulate`` start a
 command with chosen settings, through the bootstrap ``sitecustomize`` where the ``.pth`` does not run.
@@ -12,444 +15,62 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
-import textwrap
 
-from . import __version__, _config, _hashseed, _policies, _readiness, _simulation, _sources
-from ._messages import bounded, line
-from ._state import state
+from . import __version__, _config, _hashseed, _launch, _policies, _readiness, _render, _report, _simulation
+from ._launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, PROG
+from ._runtime import current_settings
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, NoReturn, Sequence
+    from typing import Any, Callable, Sequence
 
 EXIT_PROBLEMS = 1
 EXIT_TIMEOUT = 1
 EXIT_USAGE = 2
 EXIT_INTERNAL = 70  # EX_SOFTWARE
-EXIT_NOT_EXECUTABLE = 126
-EXIT_NOT_FOUND = 127
 EXIT_INTERRUPTED = 130
-
-PROG = "urandom-shim"
-RANDOM_DIR = "/proc/sys/kernel/random"
-
-#: Replaced by tests: the in-process tests of ``run`` must not replace the test runner.
-_exec: Callable[[str, list[str], dict[str, str]], NoReturn] = os.execve
+__all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "main"]
 
 
 class UsageError(Exception):
     """Bad input that argparse could not see (a missing ``--``, a file that does not exist): exit 2."""
 
 
-# -- facts: what status and check report ---------------------------------------------------------------------------
-
-
-def _read_int(path: str) -> int | None:
-    try:
-        with open(path, "rb") as handle:
-            return int(handle.read(32).strip())
-    except (OSError, ValueError):
-        return None
-
-
-def kernel_facts() -> dict[str, Any]:
-    """The real kernel's CRNG state, its entropy estimate and its release. Never touches a simulation."""
-    uname = getattr(os, "uname", None)
-    return {
-        "crng": _readiness.kernel_state(),
-        "entropy_avail": _read_int(os.path.join(RANDOM_DIR, "entropy_avail")),
-        "poolsize": _read_int(os.path.join(RANDOM_DIR, "poolsize")),
-        "release": uname().release if uname is not None else None,
-    }
-
-
-#: What CPython 3.6 and later (every interpreter the shim supports) do on their own before the CRNG is initialised.
-NATIVE_SEMANTICS = (
-    "os.urandom() and SystemRandom block until the CRNG is initialised (PEP 524); secrets blocks the same way and has "
-    "no wait_for_system_rng() of its own; seeding random never blocks and falls back to time and pid (bpo-32580)."
-)
-
-
-SITE_LABELS = {
-    _policies.URANDOM: "os.urandom(), SystemRandom",
-    _policies.SECRETS: "secrets functions",
-    _policies.SEED_INSTANCE: "import random, random.seed()",
-    _policies.SEED_NEW: "random.Random() seeding",
-}
-
-
-def describe_action(todo: str, site: str, settings: _policies.Settings) -> str:
-    """One line: what a call site does under ``settings`` while the CRNG is unready."""
-    seeding = site in (_policies.SEED_INSTANCE, _policies.SEED_NEW)
-    if todo == _policies.UNTOUCHED:
-        return "the interpreter's own code (see 'this Python on its own')"
-    if todo == _policies.RAISE:
-        return "raises BlockingIOError at once" + (" (seeding a Random instance)" if seeding else "")
-    if todo == _policies.BEST_EFFORT:
-        if seeding:
-            return "seeded from best-effort kernel bytes; never blocks"
-        return "returns best-effort bytes at once; they may be predictable"
-    timeout = settings.timeout.value
-    if timeout is None:
-        return "waits until the CRNG is ready, however long that takes"
-    after = "returns best-effort bytes" if settings.on_timeout.value == "fallback" else "raises BlockingIOError"
-    return f"waits until the CRNG is ready, at most {timeout:g} s, then {after}"
-
-
-def describe_run_start(settings: _policies.Settings) -> str:
-    """What ``urandom-shim run`` does for a program's interpreter start while the kernel's CRNG is unready."""
-    policy, timeout = settings.policy_value, settings.timeout.value
-    if policy is _policies.LEGACY:
-        return "gets PYTHONHASHSEED from non-blocking kernel bytes, so it never waits"
-    if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
-        return f"waits at most {timeout:g} s for the CRNG, then gets PYTHONHASHSEED from non-blocking kernel bytes"
-    return "reads its hash secret from the kernel, which may wait (about 1 s on Linux 5.18+)"
-
-
-def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
-    policy = settings.policy_value
-    seed_mode = str(settings.seed_random_instances.value)
-    rows = []
-    for site in _policies.SITES:
-        todo = _policies.action(policy, site, seed_mode)
-        rows.append(
-            {"site": site, "label": SITE_LABELS[site], "action": todo, "says": describe_action(todo, site, settings)}
-        )
-    return rows
-
-
-def _simulation_facts(problems: list[str]) -> dict[str, Any] | None:
-    spec = os.environ.get(_simulation.ENV)
-    if not spec:  # empty counts as not set
-        return None
-    try:
-        sim = _simulation.parse(spec)
-    except _simulation.InvalidSimulation as exc:
-        problems.append(_simulation.problem(spec, exc))
-        return {"spec": spec, "valid": False, "unready": False}
-    return {"spec": spec, "valid": True, "unready": sim.unready()}
-
-
-def _pth_locations() -> list[str]:
-    import site
-
-    directories = list(getattr(site, "getsitepackages", lambda: [])())
-    user = getattr(site, "getusersitepackages", None)
-    if user is not None and site.ENABLE_USER_SITE:
-        directories.append(user())
-    return [os.path.join(d, "urandom_shim.pth") for d in directories]
-
-
-def activation_facts() -> dict[str, Any]:
-    """Whether the shim started in this interpreter, how, and if not, why not."""
-    how = getattr(sys, "_urandom_shim_boot", None) or state.activated_by
-    pth = next((path for path in _pth_locations() if os.path.isfile(path)), None)
-    reason = state.inactive_reason
-    disable = os.environ.get("URANDOM_SHIM_DISABLE", "")
-    if how is None and reason is None:
-        if disable not in ("", "0"):
-            reason = f"the kill switch is on: URANDOM_SHIM_DISABLE={disable!r} (unset it, or set it to 0)"
-        elif sys.flags.no_site:
-            reason = "Python runs with -S, which skips site-packages and the shim's .pth file with it"
-        elif pth is None:
-            reason = (
-                "urandom_shim.pth is not in this interpreter's site-packages; install urandom-shim in this "
-                "environment, or start programs with `urandom-shim run -- ...`"
-            )
-        else:
-            reason = f"{pth} exists but did not run in this interpreter"
-    engine = state.engine
-    return {
-        "active": how is not None and state.inactive_reason is None,
-        "activated_by": how,
-        "inactive_reason": reason,
-        "pth": pth,
-        "patched": engine is not None and engine.engaged,
-        "package": os.path.dirname(os.path.abspath(__file__)),
-    }
-
-
-ACTIVATED_BY = {
-    "pth": "urandom_shim.pth, at start-up",
-    "start": "urandom_shim.start (PEP 829), at start-up",
-    "bootstrap": "the bootstrap sitecustomize of `urandom-shim run`",
-    "runtime": "urandom_shim.activate(), at runtime",
-}
-
-
-def status_report() -> dict[str, Any]:
-    """Everything ``status`` says, as one JSON-ready object."""
-    problems: list[str] = []
-    simulation = _simulation_facts(problems)
-    kernel = kernel_facts()
-    activation = activation_facts()
-    who, described = _program(None)
-    settings, config_problems = _config.resolve(who=who)
-    problems.extend(config_problems)
-    if activation["inactive_reason"] and not activation["active"]:
-        problems.append(f"not active in this interpreter: {activation['inactive_reason']}.")
-    simulated_unready = simulation is not None and simulation["unready"]
-    crng = _readiness.UNREADY if simulated_unready else kernel["crng"]
-    return {
-        "version": __version__,
-        "python": {
-            "executable": sys.executable,
-            "version": ".".join(str(part) for part in sys.version_info[:3]),
-            "native": NATIVE_SEMANTICS,
-        },
-        **activation,
-        "policy": settings.policy_value.name,
-        "policy_source": settings.policy.source,
-        "settings": {name: {"value": value, "source": source} for name, (value, source) in settings.as_dict().items()},
-        "resolved_for": described,
-        "sites": site_table(settings),
-        "run_start": describe_run_start(settings),
-        "crng": crng,
-        "kernel": kernel,
-        "simulation": simulation,
-        "problems": problems,
-    }
-
-
-def _cwd() -> str | None:
-    try:
-        return os.getcwd()
-    except OSError:
-        return None
-
-
-# -- output helpers ------------------------------------------------------------------------------------------------
-
-
-def _rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) -> list[str]:
-    """Rows of cells, each column padded to its widest cell (the last column is not padded). A first cell longer
-    than ``widest`` (a long path) gets a line of its own, so that one long path does not push every row right."""
-    if not rows:
-        return []
-    fitting = [row for row in rows if len(row[0]) <= widest] or [("",)]
-    widths = [max((len(row[i]) for row in fitting if len(row) > i), default=0) for i in range(max(map(len, rows)))]
-    lines = []
-    for row in rows:
-        if len(row[0]) > widest and len(row) > 1:
-            lines.append(indent + row[0])
-            row = ("", *row[1:])
-        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
-        lines.append((indent + "  ".join(cells)).rstrip())
-    return lines
-
-
-def _value(value: object) -> str:
-    if value is None:
-        return "none"
-    if isinstance(value, float):
-        return f"{value:g}"
-    return str(value)
-
-
-def _print(lines: list[str]) -> None:
-    sys.stdout.write("\n".join(lines) + "\n")
-
-
-def _json(data: object) -> None:
-    import json
-
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
-
-
-# -- status --------------------------------------------------------------------------------------------------------
+# -- the commands --------------------------------------------------------------------------------------------------
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    report = status_report()
+    report = _report.status_report()
     if args.json:
-        _json(report)
-        return 0
-    python = report["python"]
-    lines = [f"urandom-shim {report['version']}, in {python['executable']} (Python {python['version']})", ""]
-    if report["active"]:
-        active = f"yes, started by {ACTIVATED_BY.get(report['activated_by'], report['activated_by'])}"
+        _render.write_json(report)
     else:
-        active = f"no: {report['inactive_reason']}"
-    if report["patched"]:
-        patched = "yes: the CRNG is not ready, so the policy's functions are in place"
-    elif report["crng"] == _readiness.UNREADY and report["active"]:
-        own = _own_settings().policy
-        patched = f"no: this urandom-shim process itself runs under policy '{own.value}' (from {own.source})"
-    else:
-        patched = "no: every function is the interpreter's own"
-    lines.append("Shim")
-    if report["pth"] is not None:
-        installed = report["pth"]
-    elif report["activated_by"] == "bootstrap":
-        installed = f"not in this environment; the bootstrap loaded {report['package']}"
-    else:
-        installed = "no urandom_shim.pth in this interpreter's site-packages"
-    lines += _rows([("active", active), ("patched now", patched), ("installed", installed)])
-    kernel = report["kernel"]
-    sim = report["simulation"]
-    lines += ["", "Kernel CRNG"]
-    crng_rows = [("state", _crng_phrase(kernel["crng"]))]
-    if sim is not None:
-        if sim["valid"]:
-            crng_rows.append(
-                ("simulated", f"{'unready' if sim['unready'] else 'ready'} (URANDOM_SHIM_SIMULATE={sim['spec']})")
-            )
-        else:
-            crng_rows.append(("simulated", f"no: URANDOM_SHIM_SIMULATE={sim['spec']!r} is not valid"))
-    entropy = kernel["entropy_avail"]
-    if entropy is not None:
-        pool = kernel["poolsize"]
-        crng_rows.append(("entropy_avail", f"{entropy}" + (f" of {pool} bits" if pool is not None else " bits")))
-    crng_rows.append(("kernel", kernel["release"] or "unknown"))
-    lines += _rows(crng_rows)
-    lines += [
-        "",
-        f"Configuration for `{report['resolved_for']}` (`urandom-shim check --for PROGRAM` shows a program's)",
-    ]
-    lines += _rows([(name, _value(s["value"]), f"from {s['source']}") for name, s in report["settings"].items()])
-    lines += ["", f"While the CRNG is not ready, under {report['policy']}"]
-    site_rows = [(row["label"], row["says"]) for row in report["sites"]]
-    site_rows.append(("secrets.wait_for_system_rng()", "added under every policy; returns at once when ready"))
-    site_rows.append(("a start under `run`", report["run_start"]))
-    lines += _rows(site_rows)
-    lines += ["", f"This Python on its own ({python['version']})"]
-    lines += textwrap.wrap(python["native"], width=100, initial_indent="  ", subsequent_indent="  ")
-    lines += ["", "Problems" + (f" ({len(report['problems'])})" if report["problems"] else "")]
-    lines += [f"  {line(p)}" for p in bounded(report["problems"])] or ["  none"]
-    _print(lines)
+        _render.write(_render.status_lines(report, lambda: current_settings().policy))
     return 0
-
-
-def _own_settings() -> _policies.Settings:
-    from ._runtime import current_settings
-
-    return current_settings()
-
-
-def _crng_phrase(state: str) -> str:
-    if state == _readiness.READY:
-        return "ready (initialised)"
-    if state == _readiness.UNREADY:
-        return "unready: not initialised yet; reads that need it block or fail"
-    return "unknown: getrandom() is missing or denied, so it counts as ready, as the interpreter assumes"
-
-
-# -- check ---------------------------------------------------------------------------------------------------------
-
-
-def _program(target: str | None) -> tuple[_sources.Invocation, str]:
-    """Who to resolve for: a script path, ``-m NAME`` (a module, explicitly), a console script or other command on
-    ``PATH``, a module name, or (None) ``python -c`` in the current directory."""
-    cwd = _cwd()
-    if target is None:
-        return _sources.Invocation(cwd, None, rule="-c: the current directory"), "python -c" + (
-            f" in {cwd}" if cwd else ""
-        )
-    explicit_module = target.startswith("-m")
-    name = target[2:].strip() if explicit_module else target
-    is_module_name = bool(name) and all(part.isidentifier() for part in name.split("."))
-    in_cwd = f" in {cwd}" if cwd else ""
-    if explicit_module:
-        if not is_module_name:
-            raise UsageError(f"--for {target!r}: after -m comes a module name such as 'app.main'")
-        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
-    if os.sep in target or target.endswith((".py", ".pyz")) or os.path.isfile(target):
-        return _sources.invocation([target]), f"python {target}"
-    command = shutil.which(target)
-    if command is not None:  # a console script or other program on PATH, as the shell would find it
-        return _sources.invocation([command]), f"{target} (found on PATH: {command})"
-    if is_module_name:  # a package directory here is still a module name: `python -m` is what runs it
-        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
-    if os.path.isdir(target):
-        return _sources.invocation([target]), f"python {target}"
-    raise UsageError(
-        f"--for {target!r} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module "
-        "name such as 'app.main' (write '-m app.main' to say it is one)"
-    )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     if args.module is not None and args.target is not None:
         raise UsageError("give --for or --module, not both")
-    who, described = _program(args.target if args.module is None else f"-m {args.module}")
-    problems: list[str] = []
-    _simulation_facts(problems)
-    trace: list[tuple[str, list[str]]] = []
-    settings, config_problems = _config.resolve(who=who, trace=trace)
-    problems.extend(config_problems)
+    try:
+        report = _report.check_report(args.target if args.module is None else f"-m {args.module}")
+    except _report.NotAProgram as exc:
+        raise UsageError(str(exc)) from None
     if args.json:
-        _json(
-            {
-                "resolved_for": described,
-                "program": who.program,
-                "project_rule": who.rule,
-                "sources": [{"source": label, "notes": notes} for label, notes in trace],
-                "settings": {k: {"value": v, "source": s} for k, (v, s) in settings.as_dict().items()},
-                "policy": settings.policy_value.name,
-                "policy_source": settings.policy.source,
-                "problems": problems,
-                "clean": not problems,
-            }
-        )
-        return EXIT_PROBLEMS if problems else 0
-    lines = [f"Configuration for `{described}`", f"Where its project is: {who.rule}", ""]
-    lines += ["Sources tried, highest precedence first"]
-    source_rows: list[tuple[str, ...]] = []
-    for label, notes in trace:
-        source_rows.append((label, notes[0] if notes else "nothing of ours"))
-        source_rows.extend(("", note) for note in notes[1:])
-    lines += _rows(source_rows)
-    lines += ["", "Effective settings"]
-    lines += _rows([(k, _value(v), f"from {s}") for k, (v, s) in settings.as_dict().items()])
-    lines += ["", "Started by `urandom-shim run` while the CRNG is not ready"]
-    lines += _rows([("interpreter start", describe_run_start(settings))])
-    if problems:
-        lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
-        lines += [f"  {line(p)}" for p in bounded(problems)]
-        lines += ["", "Exit status 1: fix the problems above."]
+        _render.write_json(report)
     else:
-        lines += ["", "No problems."]
-    _print(lines)
-    return EXIT_PROBLEMS if problems else 0
-
-
-#: When an interpreter prints the lines ``check`` lists.
-PRINTED_WHEN = (
-    "an interpreter prints these when it starts while the CRNG is not ready; every start prints the ones about "
-    "URANDOM_* variables"
-)
-
-
-# -- wait ----------------------------------------------------------------------------------------------------------
-
-
-class _StatusLine:
-    """A live line on a terminal, rewritten in place with a carriage return; nothing at all elsewhere."""
-
-    def __init__(self, stream: Any, enabled: bool) -> None:
-        self.stream = stream
-        self.enabled = enabled
-        self.width = 0
-
-    def show(self, text: str, final: bool = False) -> None:
-        if not self.enabled:
-            return
-        padded = text.ljust(self.width)
-        self.width = 0 if final else len(text)
-        self.stream.write("\r" + padded + ("\n" if final else ""))
-        self.stream.flush()
+        _render.write(_render.check_lines(report))
+    return EXIT_PROBLEMS if report["problems"] else 0
 
 
 def cmd_wait(args: argparse.Namespace) -> int:
     import time
 
     stream = sys.stderr
-    live = _StatusLine(stream, not args.quiet and stream is not None and stream.isatty())
+    live = _render.StatusLine(stream, not args.quiet and stream is not None and stream.isatty())
     start = time.monotonic()
     deadline = None if args.timeout is None else start + args.timeout
-    entropy_path = os.path.join(RANDOM_DIR, "entropy_avail")
+    entropy_path = os.path.join(_report.RANDOM_DIR, "entropy_avail")
 
     sim = _simulation.current()
 
@@ -457,7 +78,7 @@ def cmd_wait(args: argparse.Namespace) -> int:
         if sim is not None:  # the real kernel's entropy count says nothing about a simulated state
             tail = f" (simulated by {_simulation.ENV}={sim.spec})"
         else:
-            entropy = _read_int(entropy_path)
+            entropy = _report.read_int(entropy_path)
             tail = "" if entropy is None else f", entropy_avail {entropy} bits"
         return f"urandom-shim wait: kernel CRNG {word} after {time.monotonic() - start:.1f} s{tail}"
 
@@ -487,96 +108,6 @@ def cmd_wait(args: argparse.Namespace) -> int:
     return EXIT_TIMEOUT
 
 
-# -- run and simulate ----------------------------------------------------------------------------------------------
-
-
-def bootstrap_directory() -> str | None:
-    """The directory holding the bootstrap ``sitecustomize.py``: in the package for a wheel, beside the ``.pth``
-    for an editable install."""
-    candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")]
-    candidates += [os.path.join(os.path.dirname(pth), "urandom_shim_bootstrap") for pth in _pth_locations()]
-    for directory in candidates:
-        if os.path.isfile(os.path.join(directory, "sitecustomize.py")):
-            return directory
-    return None
-
-
-def home_directory() -> str:
-    """The directory holding the ``urandom_shim`` package and ``_urandom_shim_boot``: what the bootstrap loads."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def command_environment(settings: dict[str, str], simulate: str | None = None) -> dict[str, str]:
-    """The environment ``run`` gives its command: the settings as variables, and the bootstrap on PYTHONPATH."""
-    env = dict(os.environ)
-    env.update(_config.variables(settings))
-    if simulate is not None:
-        env[_simulation.ENV] = simulate
-    bootstrap = bootstrap_directory()
-    if bootstrap is None:
-        from ._messages import emit
-
-        emit(
-            "run: the bootstrap directory is missing from this installation, so only interpreters that have "
-            "urandom-shim installed will apply these settings; reinstall urandom-shim to fix it."
-        )
-    else:
-        rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != bootstrap]
-        env["PYTHONPATH"] = os.pathsep.join([bootstrap, *rest])
-        env["URANDOM_SHIM_HOME"] = home_directory()
-    return env
-
-
-def find_command(name: str, path: str | None) -> tuple[str | None, int, str]:
-    """(path, 0, "") for an executable, else (None, 126 or 127, what a shell would say)."""
-    if os.sep in name:
-        candidates = [name]
-    else:
-        directories = (path if path is not None else os.defpath).split(os.pathsep)
-        candidates = [os.path.join(d or os.curdir, name) for d in directories]
-    not_executable = None
-    for candidate in candidates:
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate, 0, ""
-        if not_executable is None and os.path.exists(candidate):
-            not_executable = candidate
-    if not_executable is not None:
-        what = "Is a directory" if os.path.isdir(not_executable) else "Permission denied"
-        return None, EXIT_NOT_EXECUTABLE, f"{not_executable}: {what} (not an executable file)"
-    if os.sep in name:
-        return None, EXIT_NOT_FOUND, f"{name}: No such file or directory"
-    return None, EXIT_NOT_FOUND, f"{name}: command not found (searched PATH)"
-
-
-def _launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
-    disable = env.get("URANDOM_SHIM_DISABLE", "")
-    if disable not in ("", "0"):
-        from ._messages import emit
-
-        emit(
-            f"{subcommand}: URANDOM_SHIM_DISABLE={disable!r} is set, so {command[0]} runs without the shim; unset it "
-            "to apply these settings."
-        )
-    executable, code, message = find_command(command[0], env.get("PATH"))
-    if executable is None:
-        sys.stderr.write(f"{PROG} {subcommand}: {message}\n")
-        return code
-    for stream in (sys.stdout, sys.stderr):
-        if stream is not None:
-            stream.flush()
-    try:
-        _exec(executable, command, env)
-    except OSError as exc:
-        import errno
-
-        reason = exc.strerror or str(exc)
-        if exc.errno == errno.ENOENT:  # the file exists, so it is the #! line's interpreter that does not
-            reason = f"bad interpreter in its #! line: {reason}"
-        sys.stderr.write(f"{PROG} {subcommand}: {executable}: cannot execute: {reason}\n")
-        return EXIT_NOT_EXECUTABLE
-    return 0  # pragma: no cover - only a replaced _exec returns
-
-
 def _settings_from(args: argparse.Namespace) -> dict[str, str]:
     settings = {}
     for key in _config.KEYS:
@@ -586,50 +117,12 @@ def _settings_from(args: argparse.Namespace) -> dict[str, str]:
     return settings
 
 
-def _note_floor(subcommand: str, settings: dict[str, str]) -> None:
-    """Say once, the day it is typed, that a weak setting will not apply because of a floor: the command itself only
-    says so while the CRNG is not ready."""
-    instead = {"policy": ("legacy", "pep524"), "on_timeout": ("fallback", "raise")}
-    asked = [(key, weak, strong) for key, (weak, strong) in instead.items() if settings.get(key) == weak]
-    if not asked:
-        return
-    found, _problems = _config.floor()
-    if found is None:
-        return
-    from ._messages import emit
-
-    given = " and ".join(f"--{key.replace('_', '-')} {weak}" for key, weak, _ in asked)
-    used = " and ".join(f"{key} '{strong}'" for key, _, strong in asked)
-    emit(
-        f"{subcommand}: {given} would allow weak bytes, but the floor set by {found} forbids them, so the command "
-        f"gets {used} instead while the CRNG is not ready."
-    )
-
-
-def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
-    """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
-    kernel's CRNG is unready and the command's policy allows weak bytes: ``legacy``, or ``on_timeout = "fallback"``
-    after waiting out its ``timeout`` here. Never under a floor, never over a seed the caller set, and never on a
-    ready kernel. See :mod:`urandom_shim._hashseed`. True if it did."""
-    if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
-        return False
-    settings, _problems = _config.resolve(env, flags=object(), who=_sources.command_invocation(command))
-    if settings.policy_value is not _policies.LEGACY:
-        timeout = settings.timeout.value
-        if settings.policy_value is _policies.NATIVE or settings.on_timeout.value != "fallback" or timeout is None:
-            return False
-        if _readiness.wait(timeout):  # type: ignore[arg-type]
-            return False  # ready in time: the command gets a full-strength hash secret
-    _hashseed.give(env)
-    return True
-
-
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings_from(args)
-    _note_floor("run", settings)
-    env = command_environment(settings)
-    start_without_waiting(args.command, env)
-    return _launch("run", args.command, env)
+    _launch.note_floor("run", settings)
+    env = _launch.command_environment(settings)
+    _launch.start_without_waiting(args.command, env)
+    return _launch.launch("run", args.command, env)
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -649,10 +142,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             )
         spec = f"unready-until-file:{path}"
     settings = _settings_from(args)
-    _note_floor("simulate", settings)
-    env = command_environment(settings, simulate=spec)
-    start_without_waiting(args.command, env)
-    return _launch("simulate", args.command, env)
+    _launch.note_floor("simulate", settings)
+    env = _launch.command_environment(settings, simulate=spec)
+    _launch.start_without_waiting(args.command, env)
+    return _launch.launch("simulate", args.command, env)
 
 
 # -- argument parsing ----------------------------------------------------------------------------------------------

@@ -1,0 +1,147 @@
+"""Launching a command for ``run`` and ``simulate``: finding it as a shell would, the environment it gets (the
+settings as variables, the bootstrap on ``PYTHONPATH``, a hash seed where its start must not wait), and the exec
+that replaces this process with it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import _config, _hashseed, _policies, _readiness, _report, _simulation, _sources
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Callable, NoReturn
+
+PROG = "urandom-shim"
+EXIT_NOT_EXECUTABLE = 126
+EXIT_NOT_FOUND = 127
+
+#: Replaced by tests: the in-process tests of ``run`` must not replace the test runner.
+_exec: Callable[[str, list[str], dict[str, str]], NoReturn] = os.execve
+
+
+def bootstrap_directory() -> str | None:
+    """The directory holding the bootstrap ``sitecustomize.py``: in the package for a wheel, beside the ``.pth``
+    for an editable install."""
+    candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")]
+    candidates += [os.path.join(os.path.dirname(pth), "urandom_shim_bootstrap") for pth in _report.pth_locations()]
+    for directory in candidates:
+        if os.path.isfile(os.path.join(directory, "sitecustomize.py")):
+            return directory
+    return None
+
+
+def home_directory() -> str:
+    """The directory holding the ``urandom_shim`` package and ``_urandom_shim_boot``: what the bootstrap loads."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def command_environment(settings: dict[str, str], simulate: str | None = None) -> dict[str, str]:
+    """The environment ``run`` gives its command: the settings as variables, and the bootstrap on PYTHONPATH."""
+    env = dict(os.environ)
+    env.update(_config.variables(settings))
+    if simulate is not None:
+        env[_simulation.ENV] = simulate
+    bootstrap = bootstrap_directory()
+    if bootstrap is None:
+        from ._messages import emit
+
+        emit(
+            "run: the bootstrap directory is missing from this installation, so only interpreters that have "
+            "urandom-shim installed will apply these settings; reinstall urandom-shim to fix it."
+        )
+    else:
+        rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != bootstrap]
+        env["PYTHONPATH"] = os.pathsep.join([bootstrap, *rest])
+        env["URANDOM_SHIM_HOME"] = home_directory()
+    return env
+
+
+def find_command(name: str, path: str | None) -> tuple[str | None, int, str]:
+    """(path, 0, "") for an executable, else (None, 126 or 127, what a shell would say)."""
+    if os.sep in name:
+        candidates = [name]
+    else:
+        directories = (path if path is not None else os.defpath).split(os.pathsep)
+        candidates = [os.path.join(d or os.curdir, name) for d in directories]
+    not_executable = None
+    for candidate in candidates:
+        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate, 0, ""
+        if not_executable is None and os.path.exists(candidate):
+            not_executable = candidate
+    if not_executable is not None:
+        what = "Is a directory" if os.path.isdir(not_executable) else "Permission denied"
+        return None, EXIT_NOT_EXECUTABLE, f"{not_executable}: {what} (not an executable file)"
+    if os.sep in name:
+        return None, EXIT_NOT_FOUND, f"{name}: No such file or directory"
+    return None, EXIT_NOT_FOUND, f"{name}: command not found (searched PATH)"
+
+
+def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
+    disable = env.get("URANDOM_SHIM_DISABLE", "")
+    if disable not in ("", "0"):
+        from ._messages import emit
+
+        emit(
+            f"{subcommand}: URANDOM_SHIM_DISABLE={disable!r} is set, so {command[0]} runs without the shim; unset it "
+            "to apply these settings."
+        )
+    executable, code, message = find_command(command[0], env.get("PATH"))
+    if executable is None:
+        sys.stderr.write(f"{PROG} {subcommand}: {message}\n")
+        return code
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+    try:
+        _exec(executable, command, env)
+    except OSError as exc:
+        import errno
+
+        reason = exc.strerror or str(exc)
+        if exc.errno == errno.ENOENT:  # the file exists, so it is the #! line's interpreter that does not
+            reason = f"bad interpreter in its #! line: {reason}"
+        sys.stderr.write(f"{PROG} {subcommand}: {executable}: cannot execute: {reason}\n")
+        return EXIT_NOT_EXECUTABLE
+    return 0  # pragma: no cover - only a replaced _exec returns
+
+
+def note_floor(subcommand: str, settings: dict[str, str]) -> None:
+    """Say once, the day it is typed, that a weak setting will not apply because of a floor: the command itself only
+    says so while the CRNG is not ready."""
+    instead = {"policy": ("legacy", "pep524"), "on_timeout": ("fallback", "raise")}
+    asked = [(key, weak, strong) for key, (weak, strong) in instead.items() if settings.get(key) == weak]
+    if not asked:
+        return
+    found, _problems = _config.floor()
+    if found is None:
+        return
+    from ._messages import emit
+
+    given = " and ".join(f"--{key.replace('_', '-')} {weak}" for key, weak, _ in asked)
+    used = " and ".join(f"{key} '{strong}'" for key, _, strong in asked)
+    emit(
+        f"{subcommand}: {given} would allow weak bytes, but the floor set by {found} forbids them, so the command "
+        f"gets {used} instead while the CRNG is not ready."
+    )
+
+
+def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
+    """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
+    kernel's CRNG is unready and the command's policy allows weak bytes: ``legacy``, or ``on_timeout = "fallback"``
+    after waiting out its ``timeout`` here. Never under a floor, never over a seed the caller set, and never on a
+    ready kernel. See :mod:`urandom_shim._hashseed`. True if it did."""
+    if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
+        return False
+    settings, _problems = _config.resolve(env, flags=object(), who=_sources.command_invocation(command))
+    if settings.policy_value is not _policies.LEGACY:
+        timeout = settings.timeout.value
+        if settings.policy_value is _policies.NATIVE or settings.on_timeout.value != "fallback" or timeout is None:
+            return False
+        if _readiness.wait(timeout):  # type: ignore[arg-type]
+            return False  # ready in time: the command gets a full-strength hash secret
+    _hashseed.give(env)
+    return True

@@ -1,0 +1,173 @@
+"""``status`` and ``check`` as text: plain aligned lines from the dicts :mod:`urandom_shim._report` gathers (the same
+ones ``--json`` prints), and ``wait``'s live line.
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+
+from . import _readiness
+from ._messages import bounded, line
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Sequence
+
+    from ._policies import Setting
+
+
+def rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) -> list[str]:
+    """Rows of cells, each column padded to its widest cell (the last column is not padded). A first cell longer
+    than ``widest`` (a long path) gets a line of its own, so that one long path does not push every row right."""
+    if not rows:
+        return []
+    fitting = [row for row in rows if len(row[0]) <= widest] or [("",)]
+    widths = [max((len(row[i]) for row in fitting if len(row) > i), default=0) for i in range(max(map(len, rows)))]
+    lines = []
+    for row in rows:
+        if len(row[0]) > widest and len(row) > 1:
+            lines.append(indent + row[0])
+            row = ("", *row[1:])
+        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
+        lines.append((indent + "  ".join(cells)).rstrip())
+    return lines
+
+
+def value(value: object) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def write(lines: list[str]) -> None:
+    sys.stdout.write("\n".join(lines) + "\n")
+
+
+def write_json(data: object) -> None:
+    import json
+
+    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+
+
+ACTIVATED_BY = {
+    "pth": "urandom_shim.pth, at start-up",
+    "start": "urandom_shim.start (PEP 829), at start-up",
+    "bootstrap": "the bootstrap sitecustomize of `urandom-shim run`",
+    "runtime": "urandom_shim.activate(), at runtime",
+}
+
+
+def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting]) -> list[str]:
+    """``status`` as text. ``own_policy()`` is the setting this process itself runs under, asked for only by the
+    line that says why nothing is patched in it."""
+    python = report["python"]
+    lines = [f"urandom-shim {report['version']}, in {python['executable']} (Python {python['version']})", ""]
+    if report["active"]:
+        active = f"yes, started by {ACTIVATED_BY.get(report['activated_by'], report['activated_by'])}"
+    else:
+        active = f"no: {report['inactive_reason']}"
+    if report["patched"]:
+        patched = "yes: the CRNG is not ready, so the policy's functions are in place"
+    elif report["crng"] == _readiness.UNREADY and report["active"]:
+        own = own_policy()
+        patched = f"no: this urandom-shim process itself runs under policy '{own.value}' (from {own.source})"
+    else:
+        patched = "no: every function is the interpreter's own"
+    lines.append("Shim")
+    if report["pth"] is not None:
+        installed = report["pth"]
+    elif report["activated_by"] == "bootstrap":
+        installed = f"not in this environment; the bootstrap loaded {report['package']}"
+    else:
+        installed = "no urandom_shim.pth in this interpreter's site-packages"
+    lines += rows([("active", active), ("patched now", patched), ("installed", installed)])
+    kernel = report["kernel"]
+    sim = report["simulation"]
+    lines += ["", "Kernel CRNG"]
+    crng_rows = [("state", crng_phrase(kernel["crng"]))]
+    if sim is not None:
+        if sim["valid"]:
+            crng_rows.append(
+                ("simulated", f"{'unready' if sim['unready'] else 'ready'} (URANDOM_SHIM_SIMULATE={sim['spec']})")
+            )
+        else:
+            crng_rows.append(("simulated", f"no: URANDOM_SHIM_SIMULATE={sim['spec']!r} is not valid"))
+    entropy = kernel["entropy_avail"]
+    if entropy is not None:
+        pool = kernel["poolsize"]
+        crng_rows.append(("entropy_avail", f"{entropy}" + (f" of {pool} bits" if pool is not None else " bits")))
+    crng_rows.append(("kernel", kernel["release"] or "unknown"))
+    lines += rows(crng_rows)
+    lines += [
+        "",
+        f"Configuration for `{report['resolved_for']}` (`urandom-shim check --for PROGRAM` shows a program's)",
+    ]
+    lines += rows([(name, value(s["value"]), f"from {s['source']}") for name, s in report["settings"].items()])
+    lines += ["", f"While the CRNG is not ready, under {report['policy']}"]
+    site_rows = [(row["label"], row["says"]) for row in report["sites"]]
+    site_rows.append(("secrets.wait_for_system_rng()", "added under every policy; returns at once when ready"))
+    site_rows.append(("a start under `run`", report["run_start"]))
+    lines += rows(site_rows)
+    lines += ["", f"This Python on its own ({python['version']})"]
+    lines += textwrap.wrap(python["native"], width=100, initial_indent="  ", subsequent_indent="  ")
+    lines += ["", "Problems" + (f" ({len(report['problems'])})" if report["problems"] else "")]
+    lines += [f"  {line(p)}" for p in bounded(report["problems"])] or ["  none"]
+    return lines
+
+
+def crng_phrase(state: str) -> str:
+    if state == _readiness.READY:
+        return "ready (initialised)"
+    if state == _readiness.UNREADY:
+        return "unready: not initialised yet; reads that need it block or fail"
+    return "unknown: getrandom() is missing or denied, so it counts as ready, as the interpreter assumes"
+
+
+def check_lines(report: dict[str, Any]) -> list[str]:
+    """``check`` as text."""
+    problems = report["problems"]
+    lines = [f"Configuration for `{report['resolved_for']}`", f"Where its project is: {report['project_rule']}", ""]
+    lines += ["Sources tried, highest precedence first"]
+    source_rows: list[tuple[str, ...]] = []
+    for source in report["sources"]:
+        notes = source["notes"]
+        source_rows.append((source["source"], notes[0] if notes else "nothing of ours"))
+        source_rows.extend(("", note) for note in notes[1:])
+    lines += rows(source_rows)
+    lines += ["", "Effective settings"]
+    lines += rows([(k, value(s["value"]), f"from {s['source']}") for k, s in report["settings"].items()])
+    lines += ["", "Started by `urandom-shim run` while the CRNG is not ready"]
+    lines += rows([("interpreter start", report["run_start"])])
+    if problems:
+        lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
+        lines += [f"  {line(p)}" for p in bounded(problems)]
+        lines += ["", "Exit status 1: fix the problems above."]
+    else:
+        lines += ["", "No problems."]
+    return lines
+
+
+PRINTED_WHEN = (
+    "an interpreter prints these when it starts while the CRNG is not ready; every start prints the ones about "
+    "URANDOM_* variables"
+)
+
+
+class StatusLine:
+    """A live line on a terminal, rewritten in place with a carriage return; nothing at all elsewhere."""
+
+    def __init__(self, stream: Any, enabled: bool) -> None:
+        self.stream = stream
+        self.enabled = enabled
+        self.width = 0
+
+    def show(self, text: str, final: bool = False) -> None:
+        if not self.enabled:
+            return
+        padded = text.ljust(self.width)
+        self.width = 0 if final else len(text)
+        self.stream.write("\r" + padded + ("\n" if final else ""))
+        self.stream.flush()

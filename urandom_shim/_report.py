@@ -1,0 +1,242 @@
+"""The facts ``status`` and ``check`` report, gathered into the dicts their ``--json`` prints. Rendering them as text
+is :mod:`urandom_shim._render`'s; the command line (:mod:`urandom_shim._cli`) only chooses between the two.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+
+from . import __version__, _config, _policies, _readiness, _simulation, _sources
+from ._state import state
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+RANDOM_DIR = "/proc/sys/kernel/random"
+
+
+class NotAProgram(ValueError):
+    """``check --for`` names something that is neither a script, a command on ``PATH``, nor a module name."""
+
+
+def read_int(path: str) -> int | None:
+    try:
+        with open(path, "rb") as handle:
+            return int(handle.read(32).strip())
+    except (OSError, ValueError):
+        return None
+
+
+def kernel_facts() -> dict[str, Any]:
+    """The real kernel's CRNG state, its entropy estimate and its release. Never touches a simulation."""
+    uname = getattr(os, "uname", None)
+    return {
+        "crng": _readiness.kernel_state(),
+        "entropy_avail": read_int(os.path.join(RANDOM_DIR, "entropy_avail")),
+        "poolsize": read_int(os.path.join(RANDOM_DIR, "poolsize")),
+        "release": uname().release if uname is not None else None,
+    }
+
+
+#: What CPython 3.6 and later (every interpreter the shim supports) do on their own before the CRNG is initialised.
+NATIVE_SEMANTICS = (
+    "os.urandom() and SystemRandom block until the CRNG is initialised (PEP 524); secrets blocks the same way and has "
+    "no wait_for_system_rng() of its own; seeding random never blocks and falls back to time and pid (bpo-32580)."
+)
+
+
+SITE_LABELS = {
+    _policies.URANDOM: "os.urandom(), SystemRandom",
+    _policies.SECRETS: "secrets functions",
+    _policies.SEED_INSTANCE: "import random, random.seed()",
+    _policies.SEED_NEW: "random.Random() seeding",
+}
+
+
+def describe_action(todo: str, site: str, settings: _policies.Settings) -> str:
+    """One line: what a call site does under ``settings`` while the CRNG is unready."""
+    seeding = site in (_policies.SEED_INSTANCE, _policies.SEED_NEW)
+    if todo == _policies.UNTOUCHED:
+        return "the interpreter's own code (see 'this Python on its own')"
+    if todo == _policies.RAISE:
+        return "raises BlockingIOError at once" + (" (seeding a Random instance)" if seeding else "")
+    if todo == _policies.BEST_EFFORT:
+        if seeding:
+            return "seeded from best-effort kernel bytes; never blocks"
+        return "returns best-effort bytes at once; they may be predictable"
+    timeout = settings.timeout.value
+    if timeout is None:
+        return "waits until the CRNG is ready, however long that takes"
+    after = "returns best-effort bytes" if settings.on_timeout.value == "fallback" else "raises BlockingIOError"
+    return f"waits until the CRNG is ready, at most {timeout:g} s, then {after}"
+
+
+def describe_run_start(settings: _policies.Settings) -> str:
+    """What ``urandom-shim run`` does for a program's interpreter start while the kernel's CRNG is unready."""
+    policy, timeout = settings.policy_value, settings.timeout.value
+    if policy is _policies.LEGACY:
+        return "gets PYTHONHASHSEED from non-blocking kernel bytes, so it never waits"
+    if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
+        return f"waits at most {timeout:g} s for the CRNG, then gets PYTHONHASHSEED from non-blocking kernel bytes"
+    return "reads its hash secret from the kernel, which may wait (about 1 s on Linux 5.18+)"
+
+
+def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
+    policy = settings.policy_value
+    seed_mode = str(settings.seed_random_instances.value)
+    rows = []
+    for site in _policies.SITES:
+        todo = _policies.action(policy, site, seed_mode)
+        rows.append(
+            {"site": site, "label": SITE_LABELS[site], "action": todo, "says": describe_action(todo, site, settings)}
+        )
+    return rows
+
+
+def simulation_facts(problems: list[str]) -> dict[str, Any] | None:
+    spec = os.environ.get(_simulation.ENV)
+    if not spec:  # empty counts as not set
+        return None
+    try:
+        sim = _simulation.parse(spec)
+    except _simulation.InvalidSimulation as exc:
+        problems.append(_simulation.problem(spec, exc))
+        return {"spec": spec, "valid": False, "unready": False}
+    return {"spec": spec, "valid": True, "unready": sim.unready()}
+
+
+def pth_locations() -> list[str]:
+    import site
+
+    directories = list(getattr(site, "getsitepackages", lambda: [])())
+    user = getattr(site, "getusersitepackages", None)
+    if user is not None and site.ENABLE_USER_SITE:
+        directories.append(user())
+    return [os.path.join(d, "urandom_shim.pth") for d in directories]
+
+
+def activation_facts() -> dict[str, Any]:
+    """Whether the shim started in this interpreter, how, and if not, why not."""
+    how = getattr(sys, "_urandom_shim_boot", None) or state.activated_by
+    pth = next((path for path in pth_locations() if os.path.isfile(path)), None)
+    reason = state.inactive_reason
+    disable = os.environ.get("URANDOM_SHIM_DISABLE", "")
+    if how is None and reason is None:
+        if disable not in ("", "0"):
+            reason = f"the kill switch is on: URANDOM_SHIM_DISABLE={disable!r} (unset it, or set it to 0)"
+        elif sys.flags.no_site:
+            reason = "Python runs with -S, which skips site-packages and the shim's .pth file with it"
+        elif pth is None:
+            reason = (
+                "urandom_shim.pth is not in this interpreter's site-packages; install urandom-shim in this "
+                "environment, or start programs with `urandom-shim run -- ...`"
+            )
+        else:
+            reason = f"{pth} exists but did not run in this interpreter"
+    engine = state.engine
+    return {
+        "active": how is not None and state.inactive_reason is None,
+        "activated_by": how,
+        "inactive_reason": reason,
+        "pth": pth,
+        "patched": engine is not None and engine.engaged,
+        "package": os.path.dirname(os.path.abspath(__file__)),
+    }
+
+
+def status_report() -> dict[str, Any]:
+    """Everything ``status`` says, as one JSON-ready object."""
+    problems: list[str] = []
+    simulation = simulation_facts(problems)
+    kernel = kernel_facts()
+    activation = activation_facts()
+    who, described = program(None)
+    settings, config_problems = _config.resolve(who=who)
+    problems.extend(config_problems)
+    if activation["inactive_reason"] and not activation["active"]:
+        problems.append(f"not active in this interpreter: {activation['inactive_reason']}.")
+    simulated_unready = simulation is not None and simulation["unready"]
+    crng = _readiness.UNREADY if simulated_unready else kernel["crng"]
+    return {
+        "version": __version__,
+        "python": {
+            "executable": sys.executable,
+            "version": ".".join(str(part) for part in sys.version_info[:3]),
+            "native": NATIVE_SEMANTICS,
+        },
+        **activation,
+        "policy": settings.policy_value.name,
+        "policy_source": settings.policy.source,
+        "settings": {name: {"value": value, "source": source} for name, (value, source) in settings.as_dict().items()},
+        "resolved_for": described,
+        "sites": site_table(settings),
+        "run_start": describe_run_start(settings),
+        "crng": crng,
+        "kernel": kernel,
+        "simulation": simulation,
+        "problems": problems,
+    }
+
+
+def _cwd() -> str | None:
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
+def program(target: str | None) -> tuple[_sources.Invocation, str]:
+    """Who to resolve for: a script path, ``-m NAME`` (a module, explicitly), a console script or other command on
+    ``PATH``, a module name, or (None) ``python -c`` in the current directory."""
+    cwd = _cwd()
+    if target is None:
+        return _sources.Invocation(cwd, None, rule="-c: the current directory"), "python -c" + (
+            f" in {cwd}" if cwd else ""
+        )
+    explicit_module = target.startswith("-m")
+    name = target[2:].strip() if explicit_module else target
+    is_module_name = bool(name) and all(part.isidentifier() for part in name.split("."))
+    in_cwd = f" in {cwd}" if cwd else ""
+    if explicit_module:
+        if not is_module_name:
+            raise NotAProgram(f"--for {target!r}: after -m comes a module name such as 'app.main'")
+        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
+    if os.sep in target or target.endswith((".py", ".pyz")) or os.path.isfile(target):
+        return _sources.invocation([target]), f"python {target}"
+    command = shutil.which(target)
+    if command is not None:  # a console script or other program on PATH, as the shell would find it
+        return _sources.invocation([command]), f"{target} (found on PATH: {command})"
+    if is_module_name:  # a package directory here is still a module name: `python -m` is what runs it
+        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
+    if os.path.isdir(target):
+        return _sources.invocation([target]), f"python {target}"
+    raise NotAProgram(
+        f"--for {target!r} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module "
+        "name such as 'app.main' (write '-m app.main' to say it is one)"
+    )
+
+
+def check_report(target: str | None) -> dict[str, Any]:
+    """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
+    would get, every source tried and what it contributed, and the problems an interpreter would print."""
+    who, described = program(target)
+    problems: list[str] = []
+    simulation_facts(problems)
+    trace: list[tuple[str, list[str]]] = []
+    settings, config_problems = _config.resolve(who=who, trace=trace)
+    problems.extend(config_problems)
+    return {
+        "resolved_for": described,
+        "program": who.program,
+        "project_rule": who.rule,
+        "sources": [{"source": label, "notes": notes} for label, notes in trace],
+        "settings": {k: {"value": v, "source": s} for k, (v, s) in settings.as_dict().items()},
+        "policy": settings.policy_value.name,
+        "policy_source": settings.policy.source,
+        "run_start": describe_run_start(settings),
+        "problems": problems,
+        "clean": not problems,
+    }
