@@ -393,7 +393,7 @@ def test_every_configuration_key_is_documented_and_every_documented_one_exists()
     rows = _table(DOCS / "reference" / "configuration.md", "key")
     assert [cells[0].strip("`") for cells in rows] == [*_config.KEYS, *_config.ADMIN_KEYS]
     variables = {cells[0].strip("`") for cells in _table(DOCS / "reference" / "environment.md", "variable")}
-    assert {variable for variable, _parse in _config.KEYS.values()} <= variables
+    assert {key.variable for key in _config.KEYS.values()} <= variables
 
 
 def test_the_cli_reference_has_every_command_with_its_generated_help() -> None:

@@ -582,7 +582,7 @@ def test_the_start_up_modules_quick_check_agrees_with_the_parsers(
         "URANDOM_SHIM_WARN_AFTER": ["5", "none", "None", "-0.5"],
         "URANDOM_SHIM_CONFIG": [__file__, "/missing.toml", "/"],
     }
-    assert set(samples) == {variable for variable, _parse in _config.KEYS.values()} | {"URANDOM_SHIM_CONFIG"}
+    assert set(samples) == {key.variable for key in _config.KEYS.values()} | {"URANDOM_SHIM_CONFIG"}
     for variable, values in samples.items():
         for value in values:
             expected = bool(_config.environment_problems({variable: value}, flags=object()))

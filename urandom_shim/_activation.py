@@ -195,8 +195,8 @@ class Engine:
         timeout = settings.timeout.value
         warn_after = settings.warn_after.value
         return _readiness.wait(
-            timeout,  # type: ignore[arg-type]
-            warn_after=warn_after,  # type: ignore[arg-type]
+            timeout,
+            warn_after=warn_after,
             warn=lambda elapsed: self._warn_waiting(call, elapsed),
         )
 
@@ -306,7 +306,7 @@ def apply(overrides: Mapping[str, object], source: str) -> Settings:
     passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value, before anything changes."""
     for key, value in overrides.items():
         try:
-            _config.KEYS[key][1](value, False)
+            _config.KEYS[key].read(value, from_text=False)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             raise ValueError(f"{source}: {key}={_config.as_invalid(value, key, exc)}") from None
     # The same resolution as at start-up, with these values on top: so the machine's floor holds here too.

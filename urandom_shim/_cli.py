@@ -153,11 +153,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 def _value_type(key: str, metavar: str) -> Callable[[str], str]:
     """An argparse type that checks a value with the configuration's own parser, and keeps the text."""
-    parse = _config.KEYS[key][1]
+    record = _config.KEYS[key]
 
     def check(text: str) -> str:
         try:
-            parse(text, True)
+            record.read(text, from_text=True)
         except _config.InvalidValue as exc:
             raise argparse.ArgumentTypeError(
                 f"{text!r} is not a valid {key}; expected {exc.expected}{exc.hint}"
@@ -171,24 +171,22 @@ def _value_type(key: str, metavar: str) -> Callable[[str], str]:
 def _seconds(text: str) -> float:
     """Seconds: a finite number >= 0 (``simulate --unready-for``)."""
     try:
-        value = _config.parse_timeout(text, True)
+        value = _config.parse_seconds_text(text)
     except _config.InvalidValue:
         value = None
     if value is None:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; expected a finite number >= 0")
-    assert isinstance(value, float)
     return value
 
 
 def _seconds_or_none(text: str) -> float | None:
     """``wait --timeout``: seconds, or ``none`` for no limit, as ``run --timeout`` and the configuration take."""
     try:
-        value = _config.parse_timeout(text, True)
+        value = _config.parse_seconds_text(text)
     except _config.InvalidValue:
         raise argparse.ArgumentTypeError(
             f"{text!r} is not a number of seconds; expected a finite number >= 0, or 'none'"
         ) from None
-    assert value is None or isinstance(value, float)
     return value
 
 

@@ -30,13 +30,14 @@ from ._policies import (
     ON_TIMEOUT_CHOICES,
     POLICIES,
     SEED_CHOICES,
+    Policy,
     Setting,
     Settings,
 )
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable, Mapping
+    from typing import Any, Callable, Mapping
 
 ENV_POLICY = "URANDOM_POLICY"
 ENV_TIMEOUT = "URANDOM_SHIM_TIMEOUT"
@@ -88,7 +89,7 @@ def _distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def parse_policy(value: object, from_text: bool = True) -> object:
+def parse_policy(value: object) -> Policy:
     if isinstance(value, str) and value in BY_NAME:
         return BY_NAME[value]
     names = tuple(p.name for p in POLICIES)
@@ -96,34 +97,38 @@ def parse_policy(value: object, from_text: bool = True) -> object:
     raise InvalidValue(value, _choices(names), hint)
 
 
-def _parse_seconds(value: object, from_text: bool = True) -> object:
-    """Seconds: a finite number >= 0, or "none" (no limit). From a variable, text is converted; from TOML, a string
-    other than "none" is a wrong type."""
+def parse_seconds(value: object) -> float | None:
+    """Seconds, as a file or the API gives them: a finite number >= 0, or "none" (no limit). A string other than
+    "none" is a wrong type here (see :func:`parse_seconds_text`)."""
     if value is None or value == "none":
         return None
     number: float | None = None
-    try:
-        if isinstance(value, str) and from_text:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
             number = float(value)
-        elif isinstance(value, (int, float)) and not isinstance(value, bool):
-            number = float(value)
-    except (ValueError, OverflowError):  # not a number, or an integer beyond any float (1e400 seconds)
-        number = None
+        except OverflowError:  # an integer beyond any float (1e400 seconds)
+            number = None
     if number is None or number != number or number in (float("inf"), float("-inf")) or number < 0:
         raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'")
     return number + 0.0  # -0 is 0: never "waited -0 s"
 
 
-def parse_timeout(value: object, from_text: bool = True) -> object:
-    return _parse_seconds(value, from_text)
+def parse_seconds_text(value: object) -> float | None:
+    """Seconds, as a variable or a command line gives them: text that is a number, or "none"."""
+    if isinstance(value, str) and value != "none":
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'") from None
+        try:
+            return parse_seconds(number)
+        except InvalidValue:
+            raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'") from None
+    return parse_seconds(value)
 
 
-def parse_warn_after(value: object, from_text: bool = True) -> object:
-    return _parse_seconds(value, from_text)
-
-
-def _parse_choice(values: tuple[str, ...]) -> Callable[..., object]:
-    def parse(value: object, from_text: bool = True) -> object:
+def _parse_choice(values: tuple[str, ...]) -> Callable[[object], str]:
+    def parse(value: object) -> str:
         if isinstance(value, str) and value in values:
             return value
         hint = _near_miss(value, values) if isinstance(value, str) else ""
@@ -132,22 +137,51 @@ def _parse_choice(values: tuple[str, ...]) -> Callable[..., object]:
     return parse
 
 
-parse_on_timeout = _parse_choice(ON_TIMEOUT_CHOICES)
-parse_seed_random_instances = _parse_choice(SEED_CHOICES)
+class Key:
+    """One configuration key: its name, the environment variable that sets it, how its values are read, and its
+    default. ``parse`` reads a value as a file or the API gives it; ``parse_text`` as a variable or a command line
+    gives it (the same, except for seconds, which are numbers in a file and text in a variable)."""
 
-#: key -> (environment variable, parser)
-KEYS: dict[str, tuple[str, Callable[..., object]]] = {
-    "policy": (ENV_POLICY, parse_policy),
-    "timeout": (ENV_TIMEOUT, parse_timeout),
-    "on_timeout": (ENV_ON_TIMEOUT, parse_on_timeout),
-    "warn_after": (ENV_WARN_AFTER, parse_warn_after),
-    "seed_random_instances": (ENV_SEED_RANDOM_INSTANCES, parse_seed_random_instances),
+    __slots__ = ("default", "name", "parse", "parse_text", "variable")
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        variable: str,
+        parse: Callable[[object], object],
+        parse_text: Callable[[object], object] | None = None,
+    ) -> None:
+        self.name = name
+        self.variable = variable
+        self.parse = parse
+        self.parse_text = parse_text or parse
+        self.default: object = getattr(Settings(), name).value
+
+    def read(self, raw: object, *, from_text: bool) -> object:
+        """``raw`` as this key's value; :class:`InvalidValue` (or whatever a strange value raises) if it isn't one."""
+        return self.parse_text(raw) if from_text else self.parse(raw)
+
+    def __repr__(self) -> str:
+        return f"<Key {self.name} ({self.variable})>"
+
+
+#: Every key, by name.
+KEYS: dict[str, Key] = {
+    key.name: key
+    for key in (
+        Key("policy", variable=ENV_POLICY, parse=parse_policy),
+        Key("timeout", variable=ENV_TIMEOUT, parse=parse_seconds, parse_text=parse_seconds_text),
+        Key("on_timeout", variable=ENV_ON_TIMEOUT, parse=_parse_choice(ON_TIMEOUT_CHOICES)),
+        Key("warn_after", variable=ENV_WARN_AFTER, parse=parse_seconds, parse_text=parse_seconds_text),
+        Key("seed_random_instances", variable=ENV_SEED_RANDOM_INSTANCES, parse=_parse_choice(SEED_CHOICES)),
+    )
 }
 
 
 def variables(values: Mapping[str, object]) -> dict[str, str]:
     """The environment variables that carry ``values`` (key -> value or its text) to a child process."""
-    return {KEYS[key][0]: "none" if value is None else str(value) for key, value in values.items()}
+    return {KEYS[key].variable: "none" if value is None else str(value) for key, value in values.items()}
 
 
 def environment_ignored(flags: object = None) -> bool:
@@ -168,7 +202,7 @@ class _Resolution:
     """Collects settings top to bottom: the first source that sets a key wins; every problem is one message."""
 
     def __init__(self) -> None:
-        self.found: dict[str, Setting] = {}
+        self.found: dict[str, Setting[Any]] = {}
         self.bad: list[tuple[str, str, InvalidValue, bool]] = []  # (source, key, error, from a variable)
         self.messages: list[str] = []
         #: Every source tried, in order, with what it contributed: what ``urandom-shim check`` prints.
@@ -181,10 +215,9 @@ class _Resolution:
         return entry
 
     def offer(self, key: str, raw: object, source: str, from_text: bool) -> None:
-        _variable, parse = KEYS[key]
         notes = self.trace[-1][1] if self.trace else []
         try:
-            value = parse(raw, from_text)
+            value = KEYS[key].read(raw, from_text=from_text)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             self.bad.append((source, key, as_invalid(raw, key, exc), from_text))
             notes.append(f"{key} = {_shown(raw, from_text)} is not valid (see problems)")
@@ -261,7 +294,7 @@ class _Resolution:
                     self.offer(key, raw, source, from_text=False)
                 else:
                     try:
-                        KEYS[key][1](raw, False)
+                        KEYS[key].read(raw, from_text=False)
                     except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
                         error = as_invalid(raw, key, exc)
                         self.messages.append(
@@ -356,12 +389,13 @@ def environment_problems(environ: Mapping[str, str] | None = None, flags: object
     if environment_ignored(flags):
         return []
     problems = []
-    for key, (variable, parse) in KEYS.items():
+    for key, record in KEYS.items():
+        variable = record.variable
         raw = environ.get(variable)
         if not raw:  # unset, or empty: the same, for every variable
             continue
         try:
-            parse(raw, True)
+            record.read(raw, from_text=True)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             error = as_invalid(raw, key, exc)
             problems.append(
@@ -419,9 +453,9 @@ def resolve(
         for key, value in overrides.items():
             resolution.offer(key, value, overrides_source, from_text=False)
     # 1. The environment.
-    for key, (variable, _parse) in KEYS.items():
-        source = f"environment variable {variable}"
-        raw = None if ignore_environment else environ.get(variable)
+    for key, record in KEYS.items():
+        source = f"environment variable {record.variable}"
+        raw = None if ignore_environment else environ.get(record.variable)
         if raw == "":  # empty counts as not set, the same for every variable
             tried(source, "set but empty, so not set")
             continue
@@ -566,7 +600,7 @@ def _shown(value: object, from_text: bool) -> str:
 
 def _describe(source: str, key: str, exc: InvalidValue, settings: Settings, from_variable: bool) -> str:
     """One line: the source, the key and bad value, the valid choices, and what the shim does instead."""
-    effective: Setting = getattr(settings, key)
+    effective: Setting[object] = getattr(settings, key)
     shown = str(effective.value) if key == "policy" else effective.value
     instead = _sources.toml_value(shown)
     shown_value = _sources.shorten(exc.value) if from_variable else _sources.toml_value(exc.value)

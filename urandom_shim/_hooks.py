@@ -18,14 +18,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import ModuleType
-    from typing import Callable, Sequence
+    from typing import Any, Callable, Sequence
 
 
 class _ChainedLoader:
     """Runs the real loader, then the callbacks registered for the module. Leaves the real loader in place."""
 
-    def __init__(self, loader: object, hook: _PostImportHook, name: str) -> None:
-        self.loader = loader
+    def __init__(self, loader: Any, hook: _PostImportHook, name: str) -> None:
+        self.loader = loader  # any loader with exec_module: duck-typed, as the import system treats it
         self.hook = hook
         self.name = name
 
@@ -37,8 +37,8 @@ class _ChainedLoader:
         spec = getattr(module, "__spec__", None)
         if spec is not None:
             spec.loader = self.loader
-        module.__loader__ = self.loader  # type: ignore[assignment]
-        self.loader.exec_module(module)  # type: ignore[attr-defined]
+        module.__loader__ = self.loader
+        self.loader.exec_module(module)
         self.hook.fire(self.name, module)
 
     def __getattr__(self, name: str) -> object:
@@ -72,7 +72,8 @@ class _PostImportHook:
         else:
             return None
         if getattr(spec.loader, "exec_module", None) is not None:
-            spec.loader = _ChainedLoader(spec.loader, self, name)  # type: ignore[assignment]
+            chained: Any = _ChainedLoader(spec.loader, self, name)  # a loader by its methods, not by its class
+            spec.loader = chained
         return spec
 
     def fire(self, name: str, module: ModuleType) -> None:

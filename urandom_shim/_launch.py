@@ -141,7 +141,7 @@ def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
         timeout = settings.timeout.value
         if settings.policy_value is _policies.NATIVE or settings.on_timeout.value != "fallback" or timeout is None:
             return False
-        if _readiness.wait(timeout):  # type: ignore[arg-type]
+        if _readiness.wait(timeout):
             return False  # ready in time: the command gets a full-strength hash secret
     _hashseed.give(env)
     return True

@@ -23,7 +23,9 @@ from ._readiness import native_urandom
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from typing import Any, Callable, TypeVar
+
+    T = TypeVar("T")
 
 #: The interpreter's own os.urandom.
 NATIVE_URANDOM = native_urandom
@@ -193,10 +195,10 @@ def is_wrapper(value: object) -> bool:
     return reference is not None and reference() is value
 
 
-def unwrap(value: object) -> object:
+def unwrap(value: T) -> T:
     """The interpreter's original behind one of our wrappers; any other object unchanged."""
     while is_wrapper(value):
-        value = value.__urandom_shim_original__  # type: ignore[attr-defined]
+        value = vars(value)["__urandom_shim_original__"]
     return value
 
 
@@ -208,9 +210,7 @@ def dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str)
             setattr(wrapper, attr, getattr(original, attr))
         except (AttributeError, TypeError):
             pass
-    wrapper.__wrapped__ = original  # type: ignore[attr-defined]
-    wrapper.__urandom_shim_original__ = original  # type: ignore[attr-defined]
-    wrapper.__urandom_shim_label__ = label  # type: ignore[attr-defined]
+    vars(wrapper).update(__wrapped__=original, __urandom_shim_original__=original, __urandom_shim_label__=label)
     key = id(wrapper)
     _wrappers[key] = _weakref.ref(wrapper, lambda _gone: _wrappers.pop(key, None))
     return wrapper

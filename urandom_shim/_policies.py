@@ -10,7 +10,16 @@ from __future__ import annotations
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Final
+    from typing import Final, Generic, TypeVar
+
+    T = TypeVar("T")
+else:  # typing costs milliseconds on the unready start-up path, and only the type checker needs Setting[T]
+
+    class Generic:
+        def __class_getitem__(cls, item: object) -> type:
+            return object
+
+    T = None
 
 
 class Policy:
@@ -73,12 +82,12 @@ def action(policy: Policy, site: str, seed_random_instances: str = "nonblocking"
     return _TABLE[policy][site]
 
 
-class Setting:
+class Setting(Generic[T]):
     """One effective setting and where it came from (``source``: a variable name, a file and table, or "default")."""
 
     __slots__ = ("source", "value")
 
-    def __init__(self, value: object, source: str) -> None:
+    def __init__(self, value: T, source: str) -> None:
         self.value = value
         self.source = source
 
@@ -96,29 +105,27 @@ class Settings:
 
     def __init__(
         self,
-        policy: Setting | None = None,
-        timeout: Setting | None = None,
-        on_timeout: Setting | None = None,
-        warn_after: Setting | None = None,
-        seed_random_instances: Setting | None = None,
+        policy: Setting[Policy] | None = None,
+        timeout: Setting[float | None] | None = None,
+        on_timeout: Setting[str] | None = None,
+        warn_after: Setting[float | None] | None = None,
+        seed_random_instances: Setting[str] | None = None,
     ) -> None:
-        self.policy = policy or Setting(NATIVE, "default")
-        self.timeout = timeout or Setting(None, "default")
-        self.on_timeout = on_timeout or Setting("raise", "default")
-        self.warn_after = warn_after or Setting(self.DEFAULT_WARN_AFTER, "default")
-        self.seed_random_instances = seed_random_instances or Setting("nonblocking", "default")
+        self.policy: Setting[Policy] = policy or Setting(NATIVE, "default")
+        self.timeout: Setting[float | None] = timeout or Setting(None, "default")
+        self.on_timeout: Setting[str] = on_timeout or Setting("raise", "default")
+        self.warn_after: Setting[float | None] = warn_after or Setting(self.DEFAULT_WARN_AFTER, "default")
+        self.seed_random_instances: Setting[str] = seed_random_instances or Setting("nonblocking", "default")
 
     @property
     def policy_value(self) -> Policy:
-        value = self.policy.value
-        assert isinstance(value, Policy)
-        return value
+        return self.policy.value
 
     def as_dict(self) -> dict[str, tuple[object, str]]:
         """``{name: (value, source)}`` with policy names as strings: what status and check print."""
         result: dict[str, tuple[object, str]] = {}
         for name in ("policy", "timeout", "on_timeout", "warn_after", "seed_random_instances"):
-            setting: Setting = getattr(self, name)
+            setting: Setting[object] = getattr(self, name)
             value = setting.value
             result[name] = (value.name if isinstance(value, Policy) else value, setting.source)
         return result

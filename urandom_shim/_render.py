@@ -14,7 +14,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Sequence
 
-    from ._policies import Setting
+    from ._policies import Policy, Setting
 
 
 def rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) -> list[str]:
@@ -60,7 +60,7 @@ ACTIVATED_BY = {
 }
 
 
-def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting]) -> list[str]:
+def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy]]) -> list[str]:
     """``status`` as text. ``own_policy()`` is the setting this process itself runs under, asked for only by the
     line that says why nothing is patched in it."""
     python = report["python"]

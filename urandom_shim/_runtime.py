@@ -15,6 +15,7 @@ from ._state import state
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
+    from typing import Any
 
     from ._policies import Settings
 
@@ -78,7 +79,7 @@ def current_settings() -> Settings:
 
 def _add_to_secrets(module: ModuleType) -> None:
     if not hasattr(module, "wait_for_system_rng"):
-        module.wait_for_system_rng = wait_for_system_rng  # type: ignore[attr-defined]
+        vars(module)["wait_for_system_rng"] = wait_for_system_rng
 
 
 def add_wait_for_system_rng() -> None:
@@ -99,12 +100,12 @@ def refusal(text: str) -> BlockingIOError:
     return error
 
 
-def checked_timeout(timeout: object) -> float | None:
+def checked_timeout(timeout: Any) -> float | None:
     """``timeout`` as seconds, or None; ValueError for anything but a number >= 0 or None."""
     if timeout is None:
         return None
     try:
-        seconds = float(timeout)  # type: ignore[arg-type]
+        seconds = float(timeout)
     except (TypeError, ValueError):
         raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}") from None
     if seconds != seconds or seconds < 0:
@@ -147,7 +148,7 @@ def wait_as_configured(call: str, timeout: float | None) -> bool:
     warned: set[str] = engine.warned if engine is not None else set()
     return _readiness.wait(
         timeout,
-        warn_after=settings.warn_after.value,  # type: ignore[arg-type]
+        warn_after=settings.warn_after.value,
         warn=lambda elapsed: warn_waiting(settings, warned, call, elapsed),
     )
 

@@ -139,7 +139,8 @@ def current() -> Simulation | None:
                 if sim.spec != spec:  # pin a relative window so that children share this process's deadline
                     os.environ[ENV] = sim.spec
                 _state.simulation = sim
-    return _state.simulation  # type: ignore[return-value]
+    found = _state.simulation
+    return found if isinstance(found, Simulation) else None
 
 
 def override(sim: Simulation | None) -> None:

@@ -73,11 +73,10 @@ def clip(text: str, limit: int) -> str:
 class Layer:
     """What one source said. ``values`` maps keys to raw (unvalidated) values."""
 
-    __slots__ = ("label", "path", "problems", "values")
+    __slots__ = ("label", "problems", "values")
 
-    def __init__(self, label: str, path: str | None = None) -> None:
+    def __init__(self, label: str) -> None:
         self.label = label
-        self.path = path
         self.values: dict[str, object] = {}
         self.problems: list[str] = []
 
@@ -518,7 +517,7 @@ def read_pyproject(path: str) -> Layer | None:
     """The ``[tool.urandom-shim]`` table, or None when the pyproject has none. A pyproject without our name in it
     is not parsed at all."""
     label = f"{path} [{TABLE}]"
-    layer = Layer(label, path)
+    layer = Layer(label)
     data, problem = read_bytes(path, label, required=False)
     if data is None:
         layer.problems.extend([problem] if problem else [])
@@ -555,7 +554,7 @@ def read_pyproject(path: str) -> Layer | None:
 
 def read_file(path: str, label: str, required: bool, ending: str = IGNORED) -> Layer | None:
     """A standalone configuration file: keys at the top level. ``ending`` ends the message about an unusable one."""
-    layer = Layer(label, path)
+    layer = Layer(label)
     document, problem = read_toml(path, label, required, ending)
     if problem is not None:
         layer.problems.append(problem)

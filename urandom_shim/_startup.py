@@ -14,6 +14,7 @@ from ._state import state
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
+    from types import ModuleType
     from typing import Sequence
 
 
@@ -34,7 +35,9 @@ def boot(how: str = "pth") -> None:
         report_failure(exc)
 
 
-def ready_hook_find_spec(stub: object, name: str, path: Sequence[str] | None, target: object) -> ModuleSpec | None:
+def ready_hook_find_spec(
+    stub: object, name: str, path: Sequence[str] | None, target: ModuleType | None
+) -> ModuleSpec | None:
     """Called by ``_urandom_shim_boot`` (a meta path finder on the ready path) when ``secrets`` is imported: swap it
     for the real post-import hook, which adds ``secrets.wait_for_system_rng`` to this and every later ``secrets``
     (a reload, or an import after ``del sys.modules['secrets']``)."""
@@ -43,7 +46,7 @@ def ready_hook_find_spec(stub: object, name: str, path: Sequence[str] | None, ta
     while stub in sys.meta_path:
         sys.meta_path.remove(stub)
     _runtime.add_wait_for_system_rng()
-    return _hooks.hook.find_spec(name, path, target)  # type: ignore[arg-type]
+    return _hooks.hook.find_spec(name, path, target)
 
 
 def report_environment() -> None:

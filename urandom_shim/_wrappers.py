@@ -49,7 +49,7 @@ SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "ran
 
 def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) -> Callable[..., bytes]:
     """A stand-in for os.urandom (or an alias of it) that applies the policy while the CRNG is unready."""
-    original = unwrap(original)  # type: ignore[assignment]
+    original = unwrap(original)
 
     def urandom(*args: Any, **kwargs: Any) -> bytes:
         if not engine.engaged or engine.ready():
@@ -66,7 +66,7 @@ def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) 
 
 def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site: str) -> Callable[..., Any]:
     """A stand-in for a function (a ``secrets`` function) whose inner os.urandom calls follow ``site``'s row."""
-    original = unwrap(original)  # type: ignore[assignment]
+    original = unwrap(original)
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if not engine.engaged or engine.ready():
@@ -83,7 +83,7 @@ def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site:
 
 def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., Any]:
     """A stand-in for ``random.Random.seed``: ``seed(None)`` gets its entropy as the policy says."""
-    original = unwrap(original)  # type: ignore[assignment]
+    original = unwrap(original)
 
     def seed(self: Any, *args: Any, **kwargs: Any) -> Any:
         if (

@@ -337,15 +337,12 @@ def pytest_configure(config: pytest.Config) -> None:
             "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
         )
     if policy is not None:
-        from ._config import InvalidValue, parse_policy, parse_timeout
+        from ._config import KEYS, InvalidValue
 
-        for option, value, parse in (
-            ("--urandom-policy", policy, parse_policy),
-            ("--urandom-timeout", timeout, parse_timeout),
-        ):
+        for option, value, key in (("--urandom-policy", policy, "policy"), ("--urandom-timeout", timeout, "timeout")):
             try:
                 if value:
-                    parse(str(value))
+                    KEYS[key].read(str(value), from_text=True)
             except InvalidValue as exc:
                 raise pytest.UsageError(f"urandom-shim: {option}={exc}") from None
 
@@ -391,6 +388,6 @@ def _suite_options(config: pytest.Config) -> dict[str, Any]:
     timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
     if not timeout:
         return {}
-    from ._config import parse_timeout
+    from ._config import parse_seconds_text
 
-    return {"timeout": parse_timeout(str(timeout))}
+    return {"timeout": parse_seconds_text(str(timeout))}
