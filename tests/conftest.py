@@ -25,19 +25,14 @@ ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "driver.py"
 DEFAULT_PYTHONS = "3.8,3.13"
 
-# Variables of ours that must not leak from the developer's shell into the tests.
-OUR_VARIABLES = (
-    "URANDOM_POLICY",
-    "URANDOM_SHIM_TIMEOUT",
-    "URANDOM_SHIM_ON_TIMEOUT",
-    "URANDOM_SHIM_WARN_AFTER",
-    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",
-    "URANDOM_SHIM_DISABLE",
-    "URANDOM_SHIM_SIMULATE",
-    "URANDOM_SHIM_CONFIG",
-    "URANDOM_SHIM_DEBUG",
-    "PYTHONHASHSEED",
-)
+
+def our_variables() -> tuple[str, ...]:
+    """Every variable of ours, which must not leak from the developer's shell into the tests
+    (``urandom_shim._config.VARIABLES``, imported here rather than at the top: the noxfile imports this module where
+    the package is not installed), and the hash seed ``run`` may set."""
+    from urandom_shim import _config
+
+    return (*_config.VARIABLES, "URANDOM_SHIM_HOME", "PYTHONHASHSEED")
 
 
 def _pyenv_root() -> Path | None:
@@ -121,7 +116,7 @@ def hermetic(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tm
     otherwise always counts); interpreters started through :func:`clean_env` get the empty ``XDG_CONFIG_HOME``. The
     venv tests that need ``/etc/urandom-shim.toml`` write it in a private mount namespace (``machine_file_in_etc``).
     """
-    for name in (*OUR_VARIABLES, "URANDOM_SHIM_MACHINE_CONFIG", "URANDOM_SHIM_HOME"):
+    for name in our_variables():
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(EMPTY_CONFIG_HOME))
     if request.node.get_closest_marker("venv") is not None:
@@ -211,7 +206,8 @@ class Venv:
 def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for an interpreter a test starts: the test's own, without any variable of ours or any
     ``PYTHON*`` one, with an empty user configuration directory unless ``extra`` gives one, and then ``extra``."""
-    env = {k: v for k, v in os.environ.items() if k not in OUR_VARIABLES and not k.startswith("PYTHON")}
+    ours = our_variables()
+    env = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith("PYTHON")}
     env["XDG_CONFIG_HOME"] = str(EMPTY_CONFIG_HOME)
     env.update(extra or {})
     return env

@@ -35,6 +35,7 @@ import json
 import os
 import re
 import shlex
+import string
 import subprocess
 from pathlib import Path
 from typing import Any, Iterator
@@ -46,7 +47,9 @@ from urandom_shim._sources import _loads  # the parser the shim reads configurat
 
 DOCS = ROOT / "docs"
 PAGES = [*sorted(p for p in DOCS.rglob("*.md") if "_build" not in p.parts), ROOT / "README.md"]
-SHIPPED = [*sorted((ROOT / "urandom_shim").glob("*.py")), ROOT / "_urandom_shim_boot.py", ROOT / "sitecustomize.py"]
+PACKAGE = sorted((ROOT / "urandom_shim").glob("*.py"))
+START_UP_FILES = (ROOT / "_urandom_shim_boot.py", ROOT / "sitecustomize.py")
+SHIPPED = [*PACKAGE, *START_UP_FILES]
 FENCE = re.compile(r"^(`{3,})([^`\s{]*)\s*$")
 
 
@@ -414,75 +417,23 @@ def test_status_json_keys_are_the_documented_ones(venvs: Any, python: Path) -> N
     assert set(json.loads(result.stdout)) == documented
 
 
-# Strings in the shipped code that are not messages: labels and values of `status` and `check` output, help texts,
-# policy summaries. Each is the start of the string, with {} for each value. Every other string of 30 or more fixed
-# characters must appear on the message page.
-NOT_MESSAGES = (
-    "module 'urandom_shim' has no attribute",  # AttributeError, as for any module
-    "urandom-shim policy '",  # a phrase inside the waiting messages
-    " (The unready state is simulated by",  # is on the page, in its own row
-    "To fail fast instead, set URANDOM_POLICY=pep522. ",  # a phrase inside the waiting message
-    "give the machine an entropy source (",  # a phrase inside several messages
-    "os.urandom() and SystemRandom block until",  # status: "this Python on its own"
-    "waits until the CRNG is ready",  # status: what each call site does
-    "urandom_shim.start (PEP 829), at start-up",  # status: activated by
-    "the bootstrap sitecustomize of `urandom-shim run`",
-    "urandom_shim.activate(), at runtime",
-    "unknown: getrandom() is missing or denied",  # status: kernel state
-    "unready: not initialised yet",
-    "%(prog)s",  # argparse usage strings
-    "the interpreter's own code (see",
-    "returns best-effort bytes at once",
-    "yes: the CRNG is not ready",
-    "Configuration for `",
-    "While the CRNG is not ready, under",
-    "Sources tried, highest precedence first",
-    "settings (as URANDOM_POLICY and URANDOM_SHIM_* variables)",
-    "raises BlockingIOError at once",
-    "seeded from best-effort kernel bytes",
-    "the kill switch is on: URANDOM_SHIM_DISABLE=",  # status: why the shim is not active
-    "not active in this interpreter: {}.",  # status: the problem line built from the reason
-    "no: this urandom-shim process itself runs under policy",
-    "no: every function is the interpreter's own",
-    "not in this environment; the bootstrap loaded",
-    "no urandom_shim.pth in this interpreter's site-packages",
-    "added under every policy; returns at once when ready",
-    "Problems (",
-    "Exit status 1: fix the problems above.",
-    "Python runs with -S, which skips site-packages",
-    "urandom_shim.pth is not in this interpreter's site-packages",
-    "{} exists but did not run in this interpreter",
-    "no: URANDOM_SHIM_SIMULATE=",
-    "state unknown (counts as ready)",
-    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",  # a name, documented on the variables page
-    "ignored: Python runs with -E or -I",  # check: a source's note
-    "{} (allow_weak = ",  # check: the floor's label
-    "a finite number of seconds >= 0, or 'none'",  # part of the value messages
-    "{}: a floor, no source may choose weak bytes",  # check: a source's note
-    "only its floor counts, because",  # check: a source's note
-    "gets PYTHONHASHSEED from non-blocking kernel bytes",  # status and check: what `run` does for a start
-    "waits at most {} s for the CRNG, then gets PYTHONHASHSEED",
-    "reads its hash secret from the kernel, which may wait",
-    "Started by `urandom-shim run` while the CRNG is not ready",
-    "an interpreter prints these when it starts while",  # check: the problems' heading
-    "{} = {} is not valid (see problems)",  # check: a source's note
-    "it is only honoured in the environment's and the machine's files",
-    "[[program]] #",  # check: which rule matched
-    "no such table in the nearest pyproject.toml",  # check: a source's note
-    "urllib.request's HTTP digest authentication",  # status: a call site's name
-    "the interpreter's own behaviour, untouched",  # policy summaries
-    "wait for the kernel CRNG before returning strong bytes",
-    "raise BlockingIOError instead of waiting; secrets waits",
-    "return best-effort bytes without waiting, as Python 3.5.2 did",
-    "'unready-until-monotonic:SECONDS'",  # a form, documented on the variables page
-    "urandom-shim: early-boot randomness",  # pytest's option group
-    "urandom(policy=None, unready=True",  # the marker's help
+#: The calls that register an option, a command, a group or a marker with argparse or pytest: their texts are the
+#: reference's (docs/reference/cli.md and pytest-plugin.md), not messages.
+REGISTRATION = (
+    "add_argument",
+    "add_argument_group",
+    "add_parser",
+    "addoption",
+    "addini",
+    "getgroup",
+    "addinivalue_line",
 )
 
 
 def _templates(path: Path) -> Iterator[tuple[int, str, str]]:
-    """(line, the fixed pieces joined, the longest) of every string in ``path`` with 30 or more fixed characters, except docstrings,
-    argparse help texts and pieces of f-strings."""
+    """(line, the fixed pieces joined, the longest) of every string in ``path`` with 30 or more fixed characters,
+    except docstrings, pieces of f-strings, and the texts that argparse and pytest are given to describe an option,
+    a command, a group or a marker."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip: set[int] = set()
     for node in ast.walk(tree):
@@ -491,6 +442,8 @@ def _templates(path: Path) -> Iterator[tuple[int, str, str]]:
             skip.add(id(body[0].value))  # a docstring
         if isinstance(node, ast.keyword) and node.arg in ("help", "description", "epilog", "usage", "version"):
             skip.update(id(sub) for sub in ast.walk(node.value))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in REGISTRATION:
+            skip.update(id(sub) for argument in node.args for sub in ast.walk(argument))
         if isinstance(node, ast.Assign) and any(
             isinstance(t, ast.Name) and t.id.endswith("_HELP") for t in node.targets
         ):
@@ -513,20 +466,70 @@ def _templates(path: Path) -> Iterator[tuple[int, str, str]]:
             yield node.lineno, whole, max(pieces, key=len).strip()
 
 
-def test_every_message_the_code_can_print_is_on_the_message_page() -> None:
-    # The messages, and the project rules `check` prints ("Where its project is: …"), which the configuration
-    # reference lists in its table of rules.
+def _message_page() -> str:
+    """The messages page, and the table of project rules `check` prints ("Where its project is: …") from the
+    configuration reference, as one string with whitespace folded."""
     config = (DOCS / "reference" / "configuration.md").read_text(encoding="utf-8")
     rules = config[config.index("### Where a program's project is") : config.index("### An installed app carries")]
-    page = " ".join(((DOCS / "reference" / "messages.md").read_text(encoding="utf-8") + rules).split())
+    return " ".join(((DOCS / "reference" / "messages.md").read_text(encoding="utf-8") + rules).split())
+
+
+def catalogue() -> dict[str, str]:
+    """``urandom_shim._messages``' catalogue: every message template, by name."""
+    from urandom_shim import _messages
+
+    return {name: value for name, value in vars(_messages).items() if name.isupper() and isinstance(value, str)}
+
+
+def test_every_message_in_the_catalogue_is_on_the_message_page() -> None:
+    page = _message_page()
+    templates = catalogue()
+    assert len(templates) >= 90, sorted(templates)
     missing = []
-    for path in SHIPPED:
-        for line, whole, piece in _templates(path):
-            if whole.startswith(NOT_MESSAGES):
-                continue
-            if " ".join(piece.split()) not in page:
-                missing.append(f"{path.relative_to(ROOT)}:{line}: {piece!r}")
+    for name, template in templates.items():
+        pieces = [" ".join(text.split()) for text, *_field in string.Formatter().parse(template) if text.strip()]
+        longest = max(pieces, key=len, default="")
+        if len(longest) >= 12 and longest not in page:
+            missing.append(f"{name}: {longest!r}")
     assert not missing, "not on docs/reference/messages.md:\n" + "\n".join(missing)
+
+
+#: The modules whose prose is not messages: the text of `status` and `check` reports (documented with the
+#: command line) and the policies' one-line summaries. The catalogue itself is the third.
+REPORT_TEXT = ("_render.py", "_report.py", "_policies.py", "_messages.py")
+
+
+def test_no_message_lives_outside_the_catalogue() -> None:
+    # Every other string of prose in the package (30 or more fixed characters with a space, not a docstring, not an
+    # argparse or pytest registration text) is a message written where it is used instead of in the catalogue.
+    stray = [
+        f"{path.relative_to(ROOT)}:{line}: {whole!r}"
+        for path in PACKAGE
+        if path.name not in REPORT_TEXT
+        for line, whole, _piece in _templates(path)
+        if " " in whole
+    ]
+    assert not stray, "messages outside urandom_shim/_messages.py:\n" + "\n".join(stray)
+
+
+def test_the_start_up_files_messages_are_on_the_message_page() -> None:
+    # They can't import the package (the ready path must stay nearly free), so they keep their own few messages.
+    page = _message_page()
+    found = [(path, line, piece) for path in START_UP_FILES for line, _whole, piece in _templates(path)]
+    assert found, "the scan found nothing: it is broken"
+    missing = [f"{path.name}:{line}: {piece!r}" for path, line, piece in found if " ".join(piece.split()) not in page]
+    assert not missing, "not on docs/reference/messages.md:\n" + "\n".join(missing)
+
+
+def test_the_stray_message_scan_can_fail(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text('''"""A docstring that is long enough to count, were it a message."""
+x = f"{a}: this sentence is a message written in place, {b}"
+parser.add_argument("--x", help="a help text that is long enough to count, were it a message")
+''')
+    assert [whole for _line, whole, _piece in _templates(module)] == [
+        "{}: this sentence is a message written in place, {}"
+    ]
 
 
 def test_the_readme_is_short_what_two_commands_an_example_and_a_link() -> None:

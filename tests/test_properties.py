@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urandom_shim
-from urandom_shim import _readiness, _simulation
+from urandom_shim import _config, _readiness, _simulation
 
 
 @pytest.fixture(autouse=True)
@@ -206,14 +206,7 @@ env_text = st.text(
     alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=12
 ) | st.sampled_from(["native", "pep524", "pep522", "legacy", "none", "nan", "-1", "1e999", "raise", "fallback", ""])
 
-VARIABLES = [
-    "URANDOM_POLICY",
-    "URANDOM_SHIM_TIMEOUT",
-    "URANDOM_SHIM_ON_TIMEOUT",
-    "URANDOM_SHIM_WARN_AFTER",
-    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",
-    "URANDOM_SHIM_SIMULATE",
-]
+VARIABLES = [*_config.KEY_VARIABLES, _config.ENV_SIMULATE]
 
 
 @pytest.fixture(scope="module")

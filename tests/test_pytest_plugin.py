@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import OUR_VARIABLES, Venv
+from conftest import Venv, our_variables
 
 pytest_plugins = ["pytester"]
 
@@ -18,7 +18,7 @@ pytest_plugins = ["pytester"]
 @pytest.fixture
 def suite(venvs: Any, python: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
     """``suite(*args)``: run pytest in the plugin venv on the files this test made; returns pytester's RunResult."""
-    for name in OUR_VARIABLES:
+    for name in our_variables():
         monkeypatch.delenv(name, raising=False)
     venv: Venv = venvs(python, "pytest")
 
@@ -39,8 +39,8 @@ AFTER = """
             assert not hasattr(random.seed, "__wrapped__")
             assert not hasattr(secrets.token_bytes, "__wrapped__")
             import urandom_shim
-            from urandom_shim.pytest_plugin import VARIABLES
-            assert [v for v in os.environ if v in VARIABLES] == []
+            from urandom_shim.pytest_plugin import variables
+            assert [v for v in os.environ if v in variables()] == []
             assert urandom_shim.system_rng_state() == "ready"
             assert urandom_shim.current_settings().policy.value.name == "native"
 """
@@ -287,7 +287,7 @@ def test_unused_plugin_changes_nothing(pytester: pytest.Pytester, suite: Any) ->
             assert "urandom_shim.pytest_plugin" in sys.modules   # registered ...
             for name in ("_activation", "_config", "_readiness", "_patching", "_simulation"):
                 assert f"urandom_shim.{name}" not in sys.modules, name   # ... but nothing else was done
-            assert [v for v in os.environ if v in sys.modules["urandom_shim.pytest_plugin"].VARIABLES] == []
+            assert [v for v in os.environ if v in sys.modules["urandom_shim.pytest_plugin"].variables()] == []
         """
     )
     suite("-W", "error").assert_outcomes(passed=1)

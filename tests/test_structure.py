@@ -79,3 +79,43 @@ def test_the_circle_finder_finds_a_circle_and_the_import_reader_sees_every_kind_
         "    from ._c import C\ndef f():\n    from urandom_shim import _d\n    import urandom_shim\n"
     )
     assert imports_of(module, {"_a", "_b", "_c", "_d"}) == {"_a", "__init__", "_b", "_c", "_d"}
+
+
+# -- one source for each fact, and the copies that can't import it -------------------------------------------------
+
+ROOT = PACKAGE.parent
+
+
+def _assigned(path: Path, name: str) -> object:
+    """The literal value ``name`` is assigned at the top level of ``path``, read without running the file (the
+    start-up files do their work when imported)."""
+    for node in ast.parse(path.read_text(encoding="utf-8")).body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+            return ast.literal_eval(node.value)
+    raise AssertionError(f"{path.name} assigns no {name}")
+
+
+def test_the_start_up_modules_variables_are_the_configurations() -> None:
+    from urandom_shim import _config
+
+    # Start-up looks for every variable a user sets, except the two it never reads on the ready path: the
+    # machine file's location and the debug switch.
+    names = _assigned(ROOT / "_urandom_shim_boot.py", "_OURS")
+    assert isinstance(names, tuple)
+    startup = {name.decode() for name in names}
+    assert startup == set(_config.VARIABLES) - {_config.ENV_MACHINE, _config.ENV_DEBUG}
+    assert set(_config.KEY_VARIABLES) < startup
+
+
+def test_the_bootstrap_directories_are_the_same_in_every_file_that_names_them() -> None:
+    from urandom_shim import _launch
+
+    in_package, beside_pth = _launch.BOOTSTRAP_DIRS
+    assert _assigned(ROOT / "sitecustomize.py", "_BOOTSTRAP_DIRS") == _launch.BOOTSTRAP_DIRS
+    assert f'"sitecustomize.py" = "urandom_shim/{in_package}/sitecustomize.py"' in (ROOT / "pyproject.toml").read_text()
+    assert f'"sitecustomize.py": "{beside_pth}/sitecustomize.py"' in (ROOT / "hatch_build.py").read_text()
+
+
+def test_the_package_cites_its_docs_not_a_document_it_does_not_have() -> None:
+    citing = [path.name for path in PACKAGE.glob("*.py") if "SPEC" in path.read_text(encoding="utf-8")]
+    assert not citing, citing

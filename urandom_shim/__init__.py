@@ -51,7 +51,7 @@ _LAZY = {
 def __getattr__(name: str) -> object:
     module_name = _LAZY.get(name)
     if module_name is None:
-        raise AttributeError(f"module 'urandom_shim' has no attribute {name!r}")
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
 
     return getattr(importlib.import_module(f"urandom_shim.{module_name}"), name)

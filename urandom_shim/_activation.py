@@ -13,7 +13,7 @@ import os
 import sys
 from _thread import _local
 
-from . import _config, _hashseed, _hooks, _patching, _readiness, _runtime, _simulation, _wrappers
+from . import _config, _hashseed, _hooks, _messages, _patching, _readiness, _runtime, _simulation, _wrappers
 from ._messages import bounded, emit
 from ._policies import (
     BEST_EFFORT,
@@ -209,10 +209,13 @@ class Engine:
         if key not in self.warned:
             self.warned.add(key)
             emit(
-                f"{call}: the kernel's random number generator was still not ready after {settings.timeout.value:g} s "
-                f"(timeout from {settings.timeout.source}), so on_timeout 'fallback' (from "
-                f"{settings.on_timeout.source}) returned best-effort bytes that may be predictable. "
-                f"Set URANDOM_SHIM_ON_TIMEOUT=raise to refuse them, or {ENTROPY_HINT}."
+                _messages.FALLBACK_AFTER_TIMEOUT.format(
+                    call=call,
+                    timeout_value=settings.timeout.value,
+                    timeout_source=settings.timeout.source,
+                    on_timeout_source=settings.on_timeout.source,
+                    entropy_hint=ENTROPY_HINT,
+                )
             )
         return True
 
@@ -221,17 +224,22 @@ class Engine:
 
     def _not_ready_error(self, call: str) -> BlockingIOError:
         return refusal(
-            f"{call} was called before the kernel's random number generator was initialised, and "
-            f"{policy_phrase(self.settings)} raises instead of waiting. Call secrets.wait_for_system_rng() first, or "
-            f"use the secrets module, which waits; or set URANDOM_POLICY=pep524 to wait here.{simulation_note()}"
+            _messages.PEP522_REFUSAL.format(
+                call=call, policy_phrase=policy_phrase(self.settings), simulation_note=simulation_note()
+            )
         )
 
     def _timeout_error(self, call: str) -> BlockingIOError:
         timeout = self.settings.timeout
         return refusal(
-            f"{call} waited {timeout.value:g} s (timeout from {timeout.source}) for the kernel's "
-            f"random number generator, under {policy_phrase(self.settings)}. Raise the timeout, set "
-            f"URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or {ENTROPY_HINT}.{simulation_note()}"
+            _messages.TIMED_OUT.format(
+                call=call,
+                value=timeout.value,
+                source=timeout.source,
+                policy_phrase=policy_phrase(self.settings),
+                entropy_hint=ENTROPY_HINT,
+                simulation_note=simulation_note(),
+            )
         )
 
 

@@ -17,7 +17,7 @@ import argparse
 import os
 import sys
 
-from . import __version__, _config, _hashseed, _launch, _policies, _readiness, _render, _report, _simulation
+from . import __version__, _config, _hashseed, _launch, _messages, _policies, _readiness, _render, _report, _simulation
 from ._launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND, PROG
 from ._runtime import current_settings
 
@@ -51,7 +51,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     if args.module is not None and args.target is not None:
-        raise UsageError("give --for or --module, not both")
+        raise UsageError(_messages.GIVE_MODULE_NOT_BOTH)
     try:
         report = _report.check_report(args.target if args.module is None else f"-m {args.module}")
     except _report.NotAProgram as exc:
@@ -76,16 +76,16 @@ def cmd_wait(args: argparse.Namespace) -> int:
 
     def progress(word: str) -> str:
         if sim is not None:  # the real kernel's entropy count says nothing about a simulated state
-            tail = f" (simulated by {_simulation.ENV}={sim.spec})"
+            tail = _messages.WAIT_SIMULATED.format(variable=_simulation.ENV, spec=sim.spec)
         else:
             entropy = _report.read_int(entropy_path)
-            tail = "" if entropy is None else f", entropy_avail {entropy} bits"
-        return f"urandom-shim wait: kernel CRNG {word} after {time.monotonic() - start:.1f} s{tail}"
+            tail = "" if entropy is None else _messages.WAIT_ENTROPY.format(entropy=entropy)
+        return _messages.WAIT_LIVE_LINE.format(word=word, value=time.monotonic() - start, tail=tail)
 
     try:
         while True:
             if _readiness.is_ready():
-                how = "ready" if _readiness.state() == _readiness.READY else "state unknown (counts as ready)"
+                how = "ready" if _readiness.state() == _readiness.READY else _messages.WAIT_STATE_UNKNOWN
                 live.show(progress(how), final=True)
                 return 0
             now = time.monotonic()
@@ -102,8 +102,9 @@ def cmd_wait(args: argparse.Namespace) -> int:
         from ._runtime import ENTROPY_HINT, simulation_note
 
         emit(
-            f"wait: the kernel's random number generator was still not ready after {args.timeout:g} s (--timeout); "
-            f"exit status 1. To end the wait, {ENTROPY_HINT}.{simulation_note()}"
+            _messages.WAIT_TIMED_OUT.format(
+                timeout=args.timeout, entropy_hint=ENTROPY_HINT, simulation_note=simulation_note()
+            )
         )
     return EXIT_TIMEOUT
 
@@ -137,8 +138,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         path = os.path.abspath(args.unready_until_file)
         if not os.path.exists(path):
             raise UsageError(
-                f"--unready-until-file {args.unready_until_file!r} does not exist, so the simulated CRNG would be "
-                "ready from the start; create the file first, and delete it to make the CRNG ready"
+                _messages.UNREADY_UNTIL_FILE_UNREADY_UNTIL.format(unready_until_file=args.unready_until_file)
             )
         spec = f"unready-until-file:{path}"
     settings = _settings_from(args)
@@ -175,7 +175,7 @@ def _seconds(text: str) -> float:
     except _config.InvalidValue:
         value = None
     if value is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds; expected a finite number >= 0")
+        raise argparse.ArgumentTypeError(_messages.NOT_SECONDS.format(text=text))
     return value
 
 
@@ -184,9 +184,7 @@ def _seconds_or_none(text: str) -> float | None:
     try:
         value = _config.parse_seconds_text(text)
     except _config.InvalidValue:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a number of seconds; expected a finite number >= 0, or 'none'"
-        ) from None
+        raise argparse.ArgumentTypeError(_messages.NOT_SECONDS_OR_NONE.format(text=text)) from None
     return value
 
 
@@ -318,14 +316,17 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub.add_argument("--quiet", action="store_true", help="print nothing, even on a terminal or a timeout")
     subs["wait"] = sub
 
-    usage = "%(prog)s [options] -- CMD [ARGS ...]"
-    sub = commands.add_parser("run", help="run a command with a policy", description=RUN_HELP, usage=usage)
+    sub = commands.add_parser(
+        "run", help="run a command with a policy", description=RUN_HELP, usage="%(prog)s [options] -- CMD [ARGS ...]"
+    )
     _add_settings(sub)
     subs["run"] = sub
 
-    usage = "%(prog)s (--unready-for SECONDS | --unready-until-file PATH | --unready-forever) [options] -- CMD ..."
     sub = commands.add_parser(
-        "simulate", help="run a command as if at early boot", description=SIMULATE_HELP, usage=usage
+        "simulate",
+        help="run a command as if at early boot",
+        description=SIMULATE_HELP,
+        usage="%(prog)s (--unready-for SECONDS | --unready-until-file PATH | --unready-forever) [options] -- CMD ...",
     )
     when = sub.add_mutually_exclusive_group(required=True)
     when.add_argument("--unready-for", metavar="SECONDS", type=_seconds, help="unready for SECONDS from now")
@@ -355,18 +356,18 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser
         argv, command = argv[:split], argv[split + 1 :]
     args, extra = parser.parse_known_args(argv)
     if args.subcommand is None:
-        parser.error("choose a command: status, check, wait, run or simulate")
+        parser.error(_messages.CHOOSE_COMMAND_STATUS_CHECK_WAIT)
     sub = subs[args.subcommand]
     if args.subcommand in TAKES_COMMAND:
         if command is None:
             given = f" (got {' '.join(extra)!r})" if extra else ""
             sub.error(
-                f"missing '--' before the command{given}; write: {PROG} {args.subcommand} [options] -- CMD [ARGS ...]"
+                _messages.MISSING_BEFORE_COMMAND_GIVEN_WRITE.format(given=given, prog=PROG, subcommand=args.subcommand)
             )
         if not command:
             sub.error("no command after '--'")
     elif command is not None:
-        sub.error(f"'--' and a command are only for run and simulate, not {args.subcommand}")
+        sub.error(_messages.COMMAND_ARE_ONLY_RUN_SIMULATE.format(subcommand=args.subcommand))
     if extra:
         sub.error(f"unrecognized arguments: {' '.join(extra)}")
     args.command = command
@@ -411,8 +412,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             traceback.print_exc()
         sys.stderr.write(
-            f"urandom-shim: internal error in `{PROG} {args.subcommand}` ({type(exc).__name__}: {exc}); rerun with "
-            "URANDOM_SHIM_DEBUG=1 for the traceback, and please report it.\n"
+            _messages.CLI_INTERNAL_ERROR.format(prog=PROG, subcommand=args.subcommand, name=type(exc).__name__, exc=exc)
         )
         return EXIT_INTERNAL
 

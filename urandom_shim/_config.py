@@ -1,6 +1,6 @@
 """Configuration: sources, precedence, provenance and validation.
 
-The sources of SPEC section 4, highest first: the environment variables below, the file named by
+The sources (docs/reference/configuration.md), highest first: the environment variables below, the file named by
 ``URANDOM_SHIM_CONFIG``, the project's ``pyproject.toml``, the user's file, the environment's and the machine's files,
 then the default (policy ``native``). :func:`resolve` reads them in that order; :mod:`urandom_shim._sources` finds and
 reads the files.
@@ -24,7 +24,7 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _sources
+from . import _messages, _sources
 from ._policies import (
     BY_NAME,
     ON_TIMEOUT_CHOICES,
@@ -46,6 +46,10 @@ ENV_WARN_AFTER = "URANDOM_SHIM_WARN_AFTER"
 ENV_SEED_RANDOM_INSTANCES = "URANDOM_SHIM_SEED_RANDOM_INSTANCES"
 ENV_CONFIG = "URANDOM_SHIM_CONFIG"
 ENV_MACHINE = "URANDOM_SHIM_MACHINE_CONFIG"
+ENV_DISABLE = "URANDOM_SHIM_DISABLE"
+ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"  # read by urandom_shim._simulation
+ENV_DEBUG = "URANDOM_SHIM_DEBUG"
+ENV_HASHSEED = "URANDOM_SHIM_HASHSEED"  # urandom_shim._hashseed's mark
 
 
 class InvalidValue(ValueError):
@@ -66,7 +70,7 @@ def _near_miss(text: str, valid: tuple[str, ...]) -> str:
     """A "did you mean" for a wrong case, stray whitespace or separators, a prefix, or a typo or two."""
     stripped = text.strip()
     if stripped != text and stripped in valid:
-        return f" (it has whitespace before or after it; did you mean {stripped!r}?)"
+        return _messages.HAS_WHITESPACE_BEFORE_AFTER_DID.format(stripped=stripped)
     folded = "".join(text.split()).lower().replace("-", "").replace("_", "")
     plain = {name: name.replace("-", "").replace("_", "") for name in valid}
     exact = [name for name in valid if plain[name] == folded or (len(folded) > 2 and name.startswith(folded))]
@@ -109,7 +113,7 @@ def parse_seconds(value: object) -> float | None:
         except OverflowError:  # an integer beyond any float (1e400 seconds)
             number = None
     if number is None or number != number or number in (float("inf"), float("-inf")) or number < 0:
-        raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'")
+        raise InvalidValue(value, _messages.EXPECTED_SECONDS)
     return number + 0.0  # -0 is 0: never "waited -0 s"
 
 
@@ -119,11 +123,11 @@ def parse_seconds_text(value: object) -> float | None:
         try:
             number = float(value)
         except ValueError:
-            raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'") from None
+            raise InvalidValue(value, _messages.EXPECTED_SECONDS) from None
         try:
             return parse_seconds(number)
         except InvalidValue:
-            raise InvalidValue(value, "a finite number of seconds >= 0, or 'none'") from None
+            raise InvalidValue(value, _messages.EXPECTED_SECONDS) from None
     return parse_seconds(value)
 
 
@@ -179,6 +183,14 @@ KEYS: dict[str, Key] = {
 }
 
 
+#: The variables that set a key, in the order of :data:`KEYS`.
+KEY_VARIABLES = tuple(key.variable for key in KEYS.values())
+#: Every variable a user may set for the shim: what ``_urandom_shim_boot`` looks for (its own copy, which
+#: ``tests/test_structure.py`` keeps equal), what the pytest plugin restores, what the tests keep out of their
+#: interpreters. (``URANDOM_SHIM_HOME`` and the launcher's variables are set by ``urandom-shim run`` itself.)
+VARIABLES = (ENV_DISABLE, ENV_SIMULATE, *KEY_VARIABLES, ENV_CONFIG, ENV_HASHSEED, ENV_MACHINE, ENV_DEBUG)
+
+
 def variables(values: Mapping[str, object]) -> dict[str, str]:
     """The environment variables that carry ``values`` (key -> value or its text) to a child process."""
     return {KEYS[key].variable: "none" if value is None else str(value) for key, value in values.items()}
@@ -220,7 +232,7 @@ class _Resolution:
             value = KEYS[key].read(raw, from_text=from_text)
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             self.bad.append((source, key, as_invalid(raw, key, exc), from_text))
-            notes.append(f"{key} = {_shown(raw, from_text)} is not valid (see problems)")
+            notes.append(_messages.NOTE_NOT_VALID.format(key=key, raw=_shown(raw, from_text)))
             return
         shown = _shown(str(value) if key == "policy" else value, from_text)
         winner = self.found.setdefault(key, Setting(value, source))
@@ -242,10 +254,7 @@ class _Resolution:
             if key in KEYS:
                 self.offer(key, raw, layer.label, from_text=False)
             elif key in ADMIN_KEYS:
-                self.messages.append(
-                    f"{layer.label}: unknown key {key!r} (it is only honoured in the environment's and the machine's "
-                    "files); ignoring it."
-                )
+                self.messages.append(_messages.LABEL_UNKNOWN_KEY_KEY_R.format(label=layer.label, key=key))
             else:
                 unknown.append(key)
         if unknown:  # reported before the rules' problems, as the table comes before its rules in the file
@@ -256,16 +265,16 @@ class _Resolution:
 
         if not isinstance(rules, list):
             self.messages.append(
-                f"{layer.label}: program = {_sources.toml_value(rules)} is not valid; expected an array of tables, "
-                "written [[program]] with match = 'glob' and settings below it; ignoring the rules."
+                _messages.LABEL_PROGRAM_RULES_NOT_VALID.format(label=layer.label, rules=_sources.toml_value(rules))
             )
             return
         for index, rule in enumerate(rules):
             label = f"{layer.label} [[program]] #{index + 1}"
             if not isinstance(rule, dict):
                 self.messages.append(
-                    f"{label}: is a {type(rule).__name__} ({_sources.toml_value(rule)}), not a table with "
-                    "match = 'glob' and settings; ignoring this rule."
+                    _messages.LABEL_NAME_RULE_NOT_TABLE.format(
+                        label=label, name=type(rule).__name__, rule=_sources.toml_value(rule)
+                    )
                 )
                 continue
             pattern = rule.get("match")
@@ -274,16 +283,16 @@ class _Resolution:
                     "match is missing" if pattern is None else f"match = {_sources.toml_value(pattern)} is not valid"
                 )
                 self.messages.append(
-                    f"{label}: {given}; expected a glob of at most "
-                    f"{MAX_MATCH} characters on a script's file name or an -m module's name, such as 'cron-helper*'; "
-                    "ignoring this rule."
+                    _messages.LABEL_GIVEN_EXPECTED_GLOB_AT.format(label=label, given=given, max_match=MAX_MATCH)
                 )
                 continue
             # Every rule is checked, matching or not: a typo must not wait for the one boot that runs that program.
             matches = program is not None and _glob.matches(pattern, program)
             source = f"{layer.label} [[program]] match = {pattern!r}"
             if matches:
-                self.trace[-1][1].append(f"[[program]] #{index + 1} match = {pattern!r} matches {program!r}")
+                self.trace[-1][1].append(
+                    _messages.NOTE_RULE_MATCHES.format(value=index + 1, pattern=pattern, program=program)
+                )
             unknown = []
             for key, raw in rule.items():
                 if key == "match":
@@ -298,8 +307,13 @@ class _Resolution:
                     except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
                         error = as_invalid(raw, key, exc)
                         self.messages.append(
-                            f"{source}: {key} = {_sources.toml_value(error.value)} is not a valid {key}; expected "
-                            f"{error.expected}{error.hint}; the rule will ignore it when it matches."
+                            _messages.SOURCE_KEY_VALUE_NOT_VALID.format(
+                                source=source,
+                                key=key,
+                                value=_sources.toml_value(error.value),
+                                expected=error.expected,
+                                hint=error.hint,
+                            )
                         )
             if unknown:
                 self.messages.append(f"{source}: {_unknown(unknown, False)}")
@@ -330,9 +344,9 @@ def _unknown(keys: list[str], admin: bool) -> str:
     shown = ", ".join(_sources.shorten(key, 40) for key in keys[:3])
     valid = _valid_keys(admin)
     if len(keys) == 1:
-        return f"unknown key {shown} (valid keys are {valid}); ignoring it."
+        return _messages.UNKNOWN_KEY_SHOWN_VALID_KEYS.format(shown=shown, valid=valid)
     more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
-    return f"unknown keys {shown}{more} (valid keys are {valid}); ignoring them."
+    return _messages.UNKNOWN_KEYS_SHOWN_MORE_VALID.format(shown=shown, more=more, valid=valid)
 
 
 def as_invalid(raw: object, key: str, exc: Exception) -> InvalidValue:
@@ -343,23 +357,20 @@ def as_invalid(raw: object, key: str, exc: Exception) -> InvalidValue:
 
 
 #: How the message about an unusable file ends when that file may hold a floor: it fails closed.
-FLOOR_ENDING = (
-    "ignoring its settings, and reading it as allow_weak = false, the safe choice for a file that may set a floor."
-)
+FLOOR_ENDING = _messages.FLOOR_ENDING
 
 
 def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
     """Why ``layer`` sets a floor, if it does: ``allow_weak = false``, a value that is not a boolean, or a file that
     exists but cannot be read or parsed. A floor is a security setting, so every doubt is read as a floor."""
     if layer.problems:
-        return "unusable, read as allow_weak = false"
+        return _messages.FLOOR_UNUSABLE
     if "allow_weak" not in layer.values:
         return None
     value = layer.values["allow_weak"]
     if not isinstance(value, bool):
         messages.append(
-            f"{layer.label}: allow_weak = {_sources.toml_value(value)} is not valid; expected true or false; "
-            "reading it as allow_weak = false, the safe choice."
+            _messages.LABEL_ALLOW_WEAK_VALUE_NOT.format(label=layer.label, value=_sources.toml_value(value))
         )
         return f"allow_weak = {_sources.toml_value(value)}, read as false"
     return None if value else "allow_weak = false"
@@ -378,7 +389,13 @@ def _floor_files(
     machine = machine_file or _sources.machine_file(environ, ignore_environment)
     files.append((machine, f"{_sources.clip(machine, 200)} (machine file)", False))
     if machine_file is None and os.path.realpath(machine) != os.path.realpath(_sources.MACHINE_FILE):
-        files.append((_sources.MACHINE_FILE, f"{_sources.MACHINE_FILE} (machine file, for its floor)", True))
+        files.append(
+            (
+                _sources.MACHINE_FILE,
+                _messages.LABEL_MACHINE_FILE_FOR_FLOOR.format(machine_file=_sources.MACHINE_FILE),
+                True,
+            )
+        )
     return files
 
 
@@ -399,8 +416,9 @@ def environment_problems(environ: Mapping[str, str] | None = None, flags: object
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             error = as_invalid(raw, key, exc)
             problems.append(
-                f"environment variable {variable}={_sources.shorten(raw)} is not a valid {key}; expected "
-                f"{error.expected}{error.hint}; ignoring it."
+                _messages.ENVIRONMENT_VARIABLE_VARIABLE_RAW_NOT.format(
+                    variable=variable, raw=_sources.shorten(raw), key=key, expected=error.expected, hint=error.hint
+                )
             )
     named = environ.get(ENV_CONFIG)
     if named:
@@ -445,7 +463,7 @@ def resolve(
     if who.problem is not None and not ignore_environment:
         messages.append(who.problem)
     program = who.program
-    ignored = "ignored: Python runs with -E or -I"
+    ignored = _messages.NOTE_IGNORED_UNDER_E
 
     # 0. Values given at runtime (urandom_shim.activate()): above every source, but not below the floor.
     if overrides:
@@ -493,7 +511,7 @@ def resolve(
             elif path is None:
                 tried("the project's pyproject.toml", f"none found in {anchor} or above")
             else:
-                tried(f"{path} [{_sources.TABLE}]", "no such table in the nearest pyproject.toml")
+                tried(f"{path} [{_sources.TABLE}]", _messages.NOTE_NO_TABLE)
 
         guarded("the project's pyproject.toml", read_project)
 
@@ -553,17 +571,17 @@ def _read_admin_files(
                 return
             floor = _floor(layer, resolution.messages)
             if floor_only:
-                notes = resolution.tried(label, f"only its floor counts, because {ENV_MACHINE} moved the machine file")
+                notes = resolution.tried(label, _messages.NOTE_ONLY_FLOOR.format(env_machine=ENV_MACHINE))
                 resolution.messages.extend(layer.problems)
             else:
                 resolution.layer(layer, admin=True, program=program)
                 notes = resolution.trace[-1][1]
             if floor is not None:
                 floors.append(f"{label} ({floor})")
-                notes.append(f"{floor}: a floor, no source may choose weak bytes")
+                notes.append(_messages.NOTE_FLOOR.format(floor=floor))
 
         if not resolution.guarded(label, read, FLOOR_ENDING):
-            floors.append(f"{label} (unusable, read as allow_weak = false)")
+            floors.append(_messages.FLOOR_FROM_UNUSABLE_FILE.format(label=label))
     return floors
 
 
@@ -581,14 +599,14 @@ def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:
 
     if settings.policy.value is LEGACY:
         messages.append(
-            f"policy 'legacy' from {settings.policy.source} is below the floor set by {floor}, which forbids weak "
-            "bytes; using 'pep524' instead."
+            _messages.POLICY_LEGACY_FROM_POLICY_SOURCE.format(policy_source=settings.policy.source, floor=floor)
         )
         settings.policy = Setting(PEP524, f"{floor}, instead of 'legacy' from {settings.policy.source}")
     if settings.on_timeout.value == "fallback":
         messages.append(
-            f"on_timeout 'fallback' from {settings.on_timeout.source} is below the floor set by {floor}, which "
-            "forbids weak bytes; using 'raise' instead."
+            _messages.TIMEOUT_FALLBACK_FROM_TIMEOUT_SOURCE.format(
+                on_timeout_source=settings.on_timeout.source, floor=floor
+            )
         )
         settings.on_timeout = Setting("raise", f"{floor}, instead of 'fallback' from {settings.on_timeout.source}")
 
@@ -605,7 +623,6 @@ def _describe(source: str, key: str, exc: InvalidValue, settings: Settings, from
     instead = _sources.toml_value(shown)
     shown_value = _sources.shorten(exc.value) if from_variable else _sources.toml_value(exc.value)
     what = f"{source}={shown_value}" if from_variable else f"{source}: {key} = {shown_value}"
-    return (
-        f"{what} is not a valid {key}; expected {exc.expected}{exc.hint}; "
-        f"ignoring it, so {key} is {instead} from {effective.source}."
+    return _messages.INVALID_VALUE_IGNORED.format(
+        what=what, key=key, expected=exc.expected, hint=exc.hint, instead=instead, source=effective.source
     )

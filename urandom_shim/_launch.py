@@ -8,13 +8,17 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _config, _hashseed, _policies, _readiness, _report, _simulation, _sources
+from . import _config, _hashseed, _messages, _policies, _readiness, _report, _simulation, _sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable, NoReturn
 
 PROG = "urandom-shim"
+#: Where the bootstrap ``sitecustomize.py`` is: in the package, as a wheel ships it (pyproject.toml), and beside the
+#: ``.pth`` for an editable install (hatch_build.py). ``sitecustomize.py`` keeps a copy, since it can't import the
+#: package; tests/test_structure.py keeps all four equal.
+BOOTSTRAP_DIRS = ("_bootstrap", "urandom_shim_bootstrap")
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
@@ -25,8 +29,9 @@ _exec: Callable[[str, list[str], dict[str, str]], NoReturn] = os.execve
 def bootstrap_directory() -> str | None:
     """The directory holding the bootstrap ``sitecustomize.py``: in the package for a wheel, beside the ``.pth``
     for an editable install."""
-    candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bootstrap")]
-    candidates += [os.path.join(os.path.dirname(pth), "urandom_shim_bootstrap") for pth in _report.pth_locations()]
+    in_package, beside_pth = BOOTSTRAP_DIRS
+    candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), in_package)]
+    candidates += [os.path.join(os.path.dirname(pth), beside_pth) for pth in _report.pth_locations()]
     for directory in candidates:
         if os.path.isfile(os.path.join(directory, "sitecustomize.py")):
             return directory
@@ -48,10 +53,7 @@ def command_environment(settings: dict[str, str], simulate: str | None = None) -
     if bootstrap is None:
         from ._messages import emit
 
-        emit(
-            "run: the bootstrap directory is missing from this installation, so only interpreters that have "
-            "urandom-shim installed will apply these settings; reinstall urandom-shim to fix it."
-        )
+        emit(_messages.RUN_BOOTSTRAP_DIRECTORY_MISSING_FROM)
     else:
         rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != bootstrap]
         env["PYTHONPATH"] = os.pathsep.join([bootstrap, *rest])
@@ -77,7 +79,7 @@ def find_command(name: str, path: str | None) -> tuple[str | None, int, str]:
         return None, EXIT_NOT_EXECUTABLE, f"{not_executable}: {what} (not an executable file)"
     if os.sep in name:
         return None, EXIT_NOT_FOUND, f"{name}: No such file or directory"
-    return None, EXIT_NOT_FOUND, f"{name}: command not found (searched PATH)"
+    return None, EXIT_NOT_FOUND, _messages.NAME_COMMAND_NOT_FOUND_SEARCHED.format(name=name)
 
 
 def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
@@ -86,8 +88,9 @@ def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
         from ._messages import emit
 
         emit(
-            f"{subcommand}: URANDOM_SHIM_DISABLE={disable!r} is set, so {command[0]} runs without the shim; unset it "
-            "to apply these settings."
+            _messages.SUBCOMMAND_URANDOM_SHIM_DISABLE_DISABLE.format(
+                subcommand=subcommand, disable=disable, command=command[0]
+            )
         )
     executable, code, message = find_command(command[0], env.get("PATH"))
     if executable is None:
@@ -103,7 +106,7 @@ def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
 
         reason = exc.strerror or str(exc)
         if exc.errno == errno.ENOENT:  # the file exists, so it is the #! line's interpreter that does not
-            reason = f"bad interpreter in its #! line: {reason}"
+            reason = _messages.BAD_INTERPRETER_LINE_REASON.format(reason=reason)
         sys.stderr.write(f"{PROG} {subcommand}: {executable}: cannot execute: {reason}\n")
         return EXIT_NOT_EXECUTABLE
     return 0  # pragma: no cover - only a replaced _exec returns
@@ -123,10 +126,7 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
 
     given = " and ".join(f"--{key.replace('_', '-')} {weak}" for key, weak, _ in asked)
     used = " and ".join(f"{key} '{strong}'" for key, _, strong in asked)
-    emit(
-        f"{subcommand}: {given} would allow weak bytes, but the floor set by {found} forbids them, so the command "
-        f"gets {used} instead while the CRNG is not ready."
-    )
+    emit(_messages.SUBCOMMAND_GIVEN_WOULD_ALLOW_WEAK.format(subcommand=subcommand, given=given, found=found, used=used))
 
 
 def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:

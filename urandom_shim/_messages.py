@@ -4,6 +4,11 @@ Every message the shim prints starts with ``urandom-shim:`` and fits on one line
 and greps well across a fleet. Printing must never fail: a closed or missing stderr is not our problem to report.
 Messages are bounded in length (:data:`MAX_LINE`) and, for configuration problems, in number (:func:`bounded`), so
 that no file or variable, however large, can flood a log.
+
+Below the functions is the catalogue: the template of every message a user can see, by name, grouped by the module
+that uses it, filled in there with ``str.format``. ``docs/reference/messages.md`` explains each one, and
+``tests/test_docs.py`` checks the page against this catalogue. (The two start-up files outside the package,
+``_urandom_shim_boot.py`` and ``sitecustomize.py``, keep their few messages: they must not import the package.)
 """
 
 from __future__ import annotations
@@ -44,11 +49,7 @@ def bounded(problems: list[str]) -> list[str]:
     """``problems`` as printed: at most :data:`MAX_LINES` lines, the last of which counts the ones left out."""
     if len(problems) <= MAX_LINES:
         return problems
-    hidden = len(problems) - (MAX_LINES - 1)
-    return [
-        *problems[: MAX_LINES - 1],
-        f"{hidden} more configuration problems are not shown; `urandom-shim check --json` lists them all.",
-    ]
+    return [*problems[: MAX_LINES - 1], MORE_PROBLEMS.format(hidden=len(problems) - (MAX_LINES - 1))]
 
 
 def report_failure(exc: BaseException) -> None:
@@ -60,8 +61,249 @@ def report_failure(exc: BaseException) -> None:
         import traceback
 
         traceback.print_exception(type(exc), exc, exc.__traceback__)
-    emit(
-        f"not active in this interpreter: activation failed ({type(exc).__name__}: {exc}); "
-        "the interpreter carries on with its own os.urandom(). Rerun with URANDOM_SHIM_DEBUG=1 for the traceback, "
-        "or set URANDOM_SHIM_DISABLE=1 to silence this."
-    )
+    emit(ACTIVATION_FAILED.format(name=type(exc).__name__, exc=exc))
+
+
+# -- the messages of this module -----------------------------------------------------------------------------------
+
+MORE_PROBLEMS = "{hidden} more configuration problems are not shown; `urandom-shim check --json` lists them all."
+ACTIVATION_FAILED = (
+    "not active in this interpreter: activation failed ({name}: {exc}); the interpreter carries on with its own "
+    "os.urandom(). Rerun with URANDOM_SHIM_DEBUG=1 for the traceback, or set URANDOM_SHIM_DISABLE=1 to silence this."
+)
+
+
+# -- finding and reading configuration files (_sources) --------------------------------------------------------------
+
+RULE_MODULE_NOT_ON_PATH = "the current directory ({module} was not found on sys.path)"
+CURRENT_DIRECTORY_NO_LONGER_EXISTS = "the current directory no longer exists; ignoring project settings."
+LABEL_DIRECTORY_NOT_TOML_FILE = "{label}: is a directory, not a TOML file; {ending}"
+LABEL_PERMISSION_DENIED_WHILE_READING = "{label}: permission denied while reading it; {ending}"
+LABEL_LARGER_THAN_VALUE_KIB = "{label}: is larger than {value} KiB, too big for a configuration file; {ending}"
+RULE_LAUNCHER_TARGET_NOT_ON_PATH = "the launcher's directory ({target} is not on sys.path)"
+SYS_ARGV_WHAT_LOOKING_PYPROJECT = "sys.argv is {what}; looking for pyproject.toml from the current directory."
+SYS_ARGV_FIRST_R_NOT = "sys.argv[0] is {first!r}, not a string; looking for pyproject.toml from {cwd}."
+SYS_ARGV_NAMES_FIRST_R = "sys.argv[0] names {first!r}, which does not exist; looking for pyproject.toml from {dirname}."
+PATH_HAS_TABLE_TOOL_MISSED = (
+    "{path}: has a table [tool.{missed}], which urandom-shim does not read: did you mean [tool.urandom-shim]? "
+    "Ignoring it."
+)
+LABEL_NAME_TABLE_BUT_MUST = (
+    "{label}: is a {name} ({table}), but it must be a table: write [tool.urandom-shim] with keys below it; ignoring it."
+)
+LABEL_NOT_UTF_BYTE_START = "{label}: is not UTF-8 (byte {start}); TOML files must be UTF-8; {ending}"
+LABEL_CANNOT_READ_BECAUSE_TOMLI = "{label}: cannot be read because tomli is not installed (pip install tomli); {ending}"
+RULE_MODULE_NAME_UNKNOWN = "{how}: the current directory (the module name is not known)"
+RULE_C_STDIN_REPL = "-c, stdin or the REPL: the current directory"
+RULE_DIRECTORY = "a directory: the directory itself"
+RULE_SCRIPT = "a script: the directory holding it"
+CANNOT_LOOK_PYPROJECT_TOML_DIRECTORY = (
+    "cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings."
+)
+CANDIDATE_CANNOT_READ_VALUE_IGNORING = "{candidate}: cannot be read ({value}); ignoring project settings."
+
+
+# -- configuration values, precedence and the floor (_config) --------------------------------------------------------
+
+FLOOR_ENDING = (
+    "ignoring its settings, and reading it as allow_weak = false, the safe choice for a file that may set a floor."
+)
+UNKNOWN_KEYS_SHOWN_MORE_VALID = "unknown keys {shown}{more} (valid keys are {valid}); ignoring them."
+NOTE_IGNORED_UNDER_E = "ignored: Python runs with -E or -I"
+INVALID_VALUE_IGNORED = (
+    "{what} is not a valid {key}; expected {expected}{hint}; ignoring it, so {key} is {instead} from {source}."
+)
+HAS_WHITESPACE_BEFORE_AFTER_DID = " (it has whitespace before or after it; did you mean {stripped!r}?)"
+UNKNOWN_KEY_SHOWN_VALID_KEYS = "unknown key {shown} (valid keys are {valid}); ignoring it."
+FLOOR_UNUSABLE = "unusable, read as allow_weak = false"
+EXPECTED_SECONDS = "a finite number of seconds >= 0, or 'none'"
+LABEL_ALLOW_WEAK_VALUE_NOT = (
+    "{label}: allow_weak = {value} is not valid; expected true or false; reading it as allow_weak = false, the "
+    "safe choice."
+)
+POLICY_LEGACY_FROM_POLICY_SOURCE = (
+    "policy 'legacy' from {policy_source} is below the floor set by {floor}, which forbids weak bytes; using "
+    "'pep524' instead."
+)
+TIMEOUT_FALLBACK_FROM_TIMEOUT_SOURCE = (
+    "on_timeout 'fallback' from {on_timeout_source} is below the floor set by {floor}, which forbids weak bytes; "
+    "using 'raise' instead."
+)
+LABEL_PROGRAM_RULES_NOT_VALID = (
+    "{label}: program = {rules} is not valid; expected an array of tables, written [[program]] with match = 'glob' "
+    "and settings below it; ignoring the rules."
+)
+LABEL_MACHINE_FILE_FOR_FLOOR = "{machine_file} (machine file, for its floor)"
+FLOOR_FROM_UNUSABLE_FILE = "{label} (unusable, read as allow_weak = false)"
+NOTE_NOT_VALID = "{key} = {raw} is not valid (see problems)"
+LABEL_NAME_RULE_NOT_TABLE = (
+    "{label}: is a {name} ({rule}), not a table with match = 'glob' and settings; ignoring this rule."
+)
+LABEL_GIVEN_EXPECTED_GLOB_AT = (
+    "{label}: {given}; expected a glob of at most {max_match} characters on a script's file name or an -m module's "
+    "name, such as 'cron-helper*'; ignoring this rule."
+)
+NOTE_RULE_MATCHES = "[[program]] #{value} match = {pattern!r} matches {program!r}"
+ENVIRONMENT_VARIABLE_VARIABLE_RAW_NOT = (
+    "environment variable {variable}={raw} is not a valid {key}; expected {expected}{hint}; ignoring it."
+)
+NOTE_ONLY_FLOOR = "only its floor counts, because {env_machine} moved the machine file"
+NOTE_FLOOR = "{floor}: a floor, no source may choose weak bytes"
+LABEL_UNKNOWN_KEY_KEY_R = (
+    "{label}: unknown key {key!r} (it is only honoured in the environment's and the machine's files); ignoring it."
+)
+NOTE_NO_TABLE = "no such table in the nearest pyproject.toml"
+SOURCE_KEY_VALUE_NOT_VALID = (
+    "{source}: {key} = {value} is not a valid {key}; expected {expected}{hint}; the rule will ignore it when it "
+    "matches."
+)
+
+
+# -- the pytest plugin (pytest_plugin) -------------------------------------------------------------------------------
+
+PLUGIN_REMEDIES = (
+    "Mark the test with @pytest.mark.urandom(unready=False), or with a policy that does not wait (pep522 or "
+    "legacy; under pep522 only secrets waits); call system_rng.ready_after(SECONDS) before the call; or give waits "
+    "a timeout (--urandom-timeout=SECONDS, or timeout=SECONDS on the marker or urandom_policy()), after which the "
+    "call raises BlockingIOError."
+)
+PLUGIN_HEADER = "urandom-shim: every test runs under {runs} with an unready kernel CRNG (simulated){bound}"
+PROJECT_CONFIGURED_POLICY = "the project's configured policy"
+WAITED_WAITED_F_PLUGIN_BOUND = "waited {waited:.1f} s (the plugin's bound) for"
+PLUGIN_WAIT_ENDED = (
+    "urandom-shim: a call for randomness {waited_for} the simulated kernel CRNG: {why} (under {under}, from "
+    "{origin}). {remedies}"
+)
+RULE_PYTEST_CONFIG_FILE = "pytest: the directory of its configuration file, {inipath}"
+URANDOM_SHIM_URANDOM_TIMEOUT_INI = (
+    "urandom-shim: --urandom-timeout (or the ini key urandom_timeout) applies only to the whole-suite mode of "
+    "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
+)
+ORIGIN_GOT_UNKNOWN_OPTION_UNKNOWN = "{origin} got unknown option(s) {unknown}; valid: {listed}"
+SYSTEM_RNG_READY_AFTER_HAS = "system_rng.ready_after() has not made it ready yet"
+MARKER_TAKES_AT_MOST_ONE = (
+    "{marker} takes at most one positional argument, the policy; got {count}: {listed}. Give the options by name, "
+    "as in @pytest.mark.urandom('pep524', timeout=2)."
+)
+NO_OTHER_THREAD_TEST_HAS = "no other thread of the test has called system_rng.ready()"
+NOTHING_TEST_WILL_EVER_MAKE = "nothing in this test will ever make it ready"
+MARKER_GOT_POLICY_TWICE_POSITION = "{marker} got the policy twice, by position and as policy="
+
+
+# -- the command line (_cli) -----------------------------------------------------------------------------------------
+
+WAIT_LIVE_LINE = "urandom-shim wait: kernel CRNG {word} after {value:.1f} s{tail}"
+GIVE_MODULE_NOT_BOTH = "give --for or --module, not both"
+WAIT_TIMED_OUT = (
+    "wait: the kernel's random number generator was still not ready after {timeout:g} s (--timeout); exit status "
+    "1. To end the wait, {entropy_hint}.{simulation_note}"
+)
+NOT_SECONDS = "{text!r} is not a number of seconds; expected a finite number >= 0"
+CHOOSE_COMMAND_STATUS_CHECK_WAIT = "choose a command: status, check, wait, run or simulate"
+NOT_SECONDS_OR_NONE = "{text!r} is not a number of seconds; expected a finite number >= 0, or 'none'"
+MISSING_BEFORE_COMMAND_GIVEN_WRITE = (
+    "missing '--' before the command{given}; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
+)
+COMMAND_ARE_ONLY_RUN_SIMULATE = "'--' and a command are only for run and simulate, not {subcommand}"
+CLI_INTERNAL_ERROR = (
+    "urandom-shim: internal error in `{prog} {subcommand}` ({name}: {exc}); rerun with URANDOM_SHIM_DEBUG=1 for "
+    "the traceback, and please report it.\n"
+)
+WAIT_SIMULATED = " (simulated by {variable}={spec})"
+WAIT_ENTROPY = ", entropy_avail {entropy} bits"
+WAIT_STATE_UNKNOWN = "state unknown (counts as ready)"
+UNREADY_UNTIL_FILE_UNREADY_UNTIL = (
+    "--unready-until-file {unready_until_file!r} does not exist, so the simulated CRNG would be ready from the "
+    "start; create the file first, and delete it to make the CRNG ready"
+)
+
+
+# -- waiting and refusing (_runtime) ---------------------------------------------------------------------------------
+
+PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
+ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardware RNG, or a seed file)"
+SIMULATION_NOTE = " (The unready state is simulated by URANDOM_SHIM_SIMULATE={spec}.)"
+POLICY_PHRASE = "urandom-shim policy '{value}' (from {source})"
+FAIL_FAST_HINT = "To fail fast instead, set URANDOM_POLICY=pep522. "
+WAITING = (
+    "{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
+    "{policy_phrase}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
+    "URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {entropy_hint}.{simulation_note}"
+)
+BAD_TIMEOUT_NUMBER = "timeout must be a number of seconds >= 0 or None, not {seconds!r}"
+BLOCK_FALSE_NEVER_WAITS_TAKES = "block=False never waits, so it takes no timeout"
+URANDOM_BLOCK_FALSE_REFUSED = (
+    "urandom_shim.urandom({size}, block=False) was called before the kernel's random number generator was "
+    "initialised. Call it without block=False to wait, or call secrets.wait_for_system_rng() "
+    "first.{simulation_note}"
+)
+URANDOM_TIMED_OUT = (
+    "urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's random number "
+    "generator. Raise the timeout, or {entropy_hint}.{simulation_note}"
+)
+BAD_TIMEOUT_ARGUMENT = "timeout must be a number of seconds >= 0 or None, not {timeout!r}"
+
+
+# -- run and simulate (_launch) --------------------------------------------------------------------------------------
+
+NAME_COMMAND_NOT_FOUND_SEARCHED = "{name}: command not found (searched PATH)"
+SUBCOMMAND_GIVEN_WOULD_ALLOW_WEAK = (
+    "{subcommand}: {given} would allow weak bytes, but the floor set by {found} forbids them, so the command gets "
+    "{used} instead while the CRNG is not ready."
+)
+RUN_BOOTSTRAP_DIRECTORY_MISSING_FROM = (
+    "run: the bootstrap directory is missing from this installation, so only interpreters that have urandom-shim "
+    "installed will apply these settings; reinstall urandom-shim to fix it."
+)
+SUBCOMMAND_URANDOM_SHIM_DISABLE_DISABLE = (
+    "{subcommand}: URANDOM_SHIM_DISABLE={disable!r} is set, so {command} runs without the shim; unset it to apply "
+    "these settings."
+)
+BAD_INTERPRETER_LINE_REASON = "bad interpreter in its #! line: {reason}"
+
+
+# -- the engine (_activation) ----------------------------------------------------------------------------------------
+
+PEP522_REFUSAL = (
+    "{call} was called before the kernel's random number generator was initialised, and {policy_phrase} raises "
+    "instead of waiting. Call secrets.wait_for_system_rng() first, or use the secrets module, which waits; or set "
+    "URANDOM_POLICY=pep524 to wait here.{simulation_note}"
+)
+TIMED_OUT = (
+    "{call} waited {value:g} s (timeout from {source}) for the kernel's random number generator, under "
+    "{policy_phrase}. Raise the timeout, set URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or "
+    "{entropy_hint}.{simulation_note}"
+)
+FALLBACK_AFTER_TIMEOUT = (
+    "{call}: the kernel's random number generator was still not ready after {timeout_value:g} s (timeout from "
+    "{timeout_source}), so on_timeout 'fallback' (from {on_timeout_source}) returned best-effort bytes that may be "
+    "predictable. Set URANDOM_SHIM_ON_TIMEOUT=raise to refuse them, or {entropy_hint}."
+)
+
+
+# -- the simulated CRNG (_simulation) --------------------------------------------------------------------------------
+
+BAD_SIMULATION = (
+    "environment variable {env}={spec!r} is not a simulation; {exc}; ignoring it, so this process sees the real kernel."
+)
+EXPECTED_ONE_LISTED_WITH_SECONDS = "expected one of {listed} with SECONDS a finite number >= 0"
+SIMULATION_PATH_WITHOUT_DIRECTORY = (
+    "environment variable {env}={spec!r} names a relative path, and the current directory no longer exists, so the "
+    "file can't be found; ignoring it, so this process sees the real kernel. Give the file as an absolute path."
+)
+
+
+# -- status (_report) ------------------------------------------------------------------------------------------------
+
+NOT_ACTIVE = "not active in this interpreter: {inactive_reason}."
+
+
+# -- readiness (_readiness) ------------------------------------------------------------------------------------------
+
+INTERNAL_ERROR_WHILE_SWITCHING_READY = "internal error while switching to the ready state ({name}: {exc}); continuing."
+
+
+# -- the wrappers (_wrappers) ----------------------------------------------------------------------------------------
+
+URLLIB_DIGEST_AUTH = "urllib.request's HTTP digest authentication"
+COULD_NOT_CHECK_MODULE_MODULE = "could not check module {module!r} for aliases of os.urandom ({name}: {exc})."

@@ -1,4 +1,5 @@
-"""Policies: the table of what each call site does while the kernel CRNG is not initialised (SPEC section 2).
+"""Policies: the table of what each call site does while the kernel CRNG is not initialised
+(docs/reference/policies.md).
 
 This module is data plus two small classes. Everything else asks :func:`action` instead of branching on policy names,
 so a new policy or call site is a new row or column here and nowhere else. (The policies are not an ``enum.Enum``:
@@ -46,14 +47,14 @@ LEGACY: Final = Policy("legacy", "return best-effort bytes without waiting, as P
 POLICIES: Final = (NATIVE, PEP524, PEP522, LEGACY)
 BY_NAME: Final = {p.name: p for p in POLICIES}
 
-# Call sites (columns of the SPEC table).
+# Call sites (columns of the table in docs/reference/policies.md).
 URANDOM: Final = "os.urandom"  # os.urandom, its aliases, random.SystemRandom, urllib.request's cnonce
 SECRETS: Final = "secrets"  # secrets.token_*, choice, randbelow, randbits
 SEED_INSTANCE: Final = "random._inst"  # seeding of the module-level generator at `import random`, random.seed()
 SEED_NEW: Final = "random.Random()"  # seeding of later Random() instances and their seed(None)
 SITES: Final = (URANDOM, SECRETS, SEED_INSTANCE, SEED_NEW)
 
-# Actions (cells of the SPEC table).
+# Actions (cells of that table).
 UNTOUCHED: Final = "untouched"  # call the interpreter's own code
 WAIT: Final = "wait"  # wait for the CRNG (bounded by `timeout`), then call the interpreter's own code
 RAISE: Final = "raise"  # raise BlockingIOError at once

@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from . import _simulation
+from . import _messages, _simulation
 from ._state import state as _state
 
 READY = "ready"
@@ -106,7 +106,7 @@ def _mark_ready() -> None:
         except Exception as exc:  # noqa: BLE001 - a listener must not turn a random call into a crash
             from ._messages import emit
 
-            emit(f"internal error while switching to the ready state ({type(exc).__name__}: {exc}); continuing.")
+            emit(_messages.INTERNAL_ERROR_WHILE_SWITCHING_READY.format(name=type(exc).__name__, exc=exc))
 
 
 def reset() -> None:

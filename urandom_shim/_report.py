@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from . import __version__, _config, _policies, _readiness, _simulation, _sources
+from . import __version__, _config, _messages, _policies, _readiness, _simulation, _sources
 from ._state import state
 
 TYPE_CHECKING = False
@@ -157,7 +157,7 @@ def status_report() -> dict[str, Any]:
     settings, config_problems = _config.resolve(who=who)
     problems.extend(config_problems)
     if activation["inactive_reason"] and not activation["active"]:
-        problems.append(f"not active in this interpreter: {activation['inactive_reason']}.")
+        problems.append(_messages.NOT_ACTIVE.format(inactive_reason=activation["inactive_reason"]))
     simulated_unready = simulation is not None and simulation["unready"]
     crng = _readiness.UNREADY if simulated_unready else kernel["crng"]
     return {

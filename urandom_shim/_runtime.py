@@ -7,7 +7,7 @@ refusing that the engine (:mod:`urandom_shim._activation`) shares with it.
 
 from __future__ import annotations
 
-from . import _config, _hooks, _readiness, _simulation
+from . import _config, _hooks, _messages, _readiness, _simulation
 from ._messages import emit
 from ._policies import PEP522
 from ._state import state
@@ -19,8 +19,8 @@ if TYPE_CHECKING:
 
     from ._policies import Settings
 
-PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
-ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardware RNG, or a seed file)"
+PEP522_TEXT = _messages.PEP522_TEXT
+ENTROPY_HINT = _messages.ENTROPY_HINT
 #: The attribute that marks a BlockingIOError as the shim's own refusal (pep522, or a timeout), raised again from the
 #: function the caller called with the shim's inner frames cut off: the traceback shows one frame of ours.
 REFUSAL = "_urandom_shim_refusal"
@@ -107,9 +107,9 @@ def checked_timeout(timeout: Any) -> float | None:
     try:
         seconds = float(timeout)
     except (TypeError, ValueError):
-        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {timeout!r}") from None
+        raise ValueError(_messages.BAD_TIMEOUT_ARGUMENT.format(timeout=timeout)) from None
     if seconds != seconds or seconds < 0:
-        raise ValueError(f"timeout must be a number of seconds >= 0 or None, not {seconds!r}")
+        raise ValueError(_messages.BAD_TIMEOUT_NUMBER.format(seconds=seconds))
     return seconds
 
 
@@ -118,12 +118,12 @@ def simulation_note() -> str:
     sim = _simulation.current()
     if sim is None:
         return ""
-    return f" (The unready state is simulated by URANDOM_SHIM_SIMULATE={sim.spec}.)"
+    return _messages.SIMULATION_NOTE.format(spec=sim.spec)
 
 
 def policy_phrase(settings: Settings) -> str:
     policy = settings.policy
-    return f"urandom-shim policy '{policy.value}' (from {policy.source})"
+    return _messages.POLICY_PHRASE.format(value=policy.value, source=policy.source)
 
 
 def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float) -> None:
@@ -133,11 +133,16 @@ def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float
     if key in warned:
         return
     warned.add(key)
-    fail_fast = "" if settings.policy.value is PEP522 else "To fail fast instead, set URANDOM_POLICY=pep522. "
+    fail_fast = "" if settings.policy.value is PEP522 else _messages.FAIL_FAST_HINT
     emit(
-        f"{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
-        f"{policy_phrase(settings)}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
-        f"URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {ENTROPY_HINT}.{simulation_note()}"
+        _messages.WAITING.format(
+            call=call,
+            elapsed=elapsed,
+            policy_phrase=policy_phrase(settings),
+            fail_fast=fail_fast,
+            entropy_hint=ENTROPY_HINT,
+            simulation_note=simulation_note(),
+        )
     )
 
 
@@ -165,7 +170,7 @@ def _urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | 
     if size < 0:
         return ValueError("negative argument not allowed")
     if timeout is not None and block is False:
-        return ValueError("block=False never waits, so it takes no timeout")
+        return ValueError(_messages.BLOCK_FALSE_NEVER_WAITS_TAKES)
     try:
         timeout = checked_timeout(timeout)
     except ValueError as exc:
@@ -173,14 +178,11 @@ def _urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | 
     if _readiness.is_ready():
         return _readiness.native_urandom(size)
     if not block:
-        return refusal(
-            f"urandom_shim.urandom({size}, block=False) was called before the kernel's random number generator was "
-            f"initialised. Call it without block=False to wait, or call secrets.wait_for_system_rng() first."
-            f"{simulation_note()}"
-        )
+        return refusal(_messages.URANDOM_BLOCK_FALSE_REFUSED.format(size=size, simulation_note=simulation_note()))
     if not wait_as_configured(f"urandom_shim.urandom({size})", timeout):
         return refusal(
-            f"urandom_shim.urandom({size}, timeout={timeout:g}) waited {timeout:g} s for the kernel's random number "
-            f"generator. Raise the timeout, or {ENTROPY_HINT}.{simulation_note()}"
+            _messages.URANDOM_TIMED_OUT.format(
+                size=size, timeout=timeout, entropy_hint=ENTROPY_HINT, simulation_note=simulation_note()
+            )
         )
     return _readiness.native_urandom(size)

@@ -1,4 +1,4 @@
-"""A simulated "kernel CRNG not initialised yet" state (SPEC section 6).
+"""A simulated "kernel CRNG not initialised yet" state (docs/reference/environment.md, ``URANDOM_SHIM_SIMULATE``).
 
 The machines that build and test this project have initialised CRNGs, and so do the laptops of the people who want to
 know how their application behaves at early boot. A simulation makes the shim *believe* the CRNG is unready:
@@ -26,6 +26,7 @@ from __future__ import annotations
 import os
 import time
 
+from . import _messages
 from ._state import UNREAD
 from ._state import state as _state
 
@@ -33,7 +34,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-ENV = "URANDOM_SHIM_SIMULATE"
+ENV = "URANDOM_SHIM_SIMULATE"  # _config.ENV_SIMULATE, which imports this module's package siblings
 
 FORMS = (
     "'unready-forever'",
@@ -106,21 +107,14 @@ def parse(spec: str) -> Simulation:
                 deadline = time.monotonic() + seconds
                 return Simulation(f"unready-until-monotonic:{deadline!r}", deadline=deadline)
             return Simulation(spec, deadline=seconds)
-    raise InvalidSimulation(f"expected one of {', '.join(FORMS)} with SECONDS a finite number >= 0")
+    raise InvalidSimulation(_messages.EXPECTED_ONE_LISTED_WITH_SECONDS.format(listed=", ".join(FORMS)))
 
 
 def problem(spec: str, exc: InvalidSimulation) -> str:
     """The one line that reports a malformed ``URANDOM_SHIM_SIMULATE``."""
     if isinstance(exc, RelativePathWithoutDirectory):
-        return (
-            f"environment variable {ENV}={spec!r} names a relative path, and the current directory no longer "
-            "exists, so the file can't be found; ignoring it, so this process sees the real kernel. Give the file as "
-            "an absolute path."
-        )
-    return (
-        f"environment variable {ENV}={spec!r} is not a simulation; {exc}; ignoring it, so this process sees the real "
-        "kernel."
-    )
+        return _messages.SIMULATION_PATH_WITHOUT_DIRECTORY.format(env=ENV, spec=spec)
+    return _messages.BAD_SIMULATION.format(env=ENV, spec=spec, exc=exc)
 
 
 def current() -> Simulation | None:

@@ -15,6 +15,7 @@ import os
 import stat
 import sys
 
+from . import _messages
 from ._state import state
 
 TYPE_CHECKING = False
@@ -141,9 +142,9 @@ def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | 
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):  # absent, or a path through a file: not there
         return f"{label}: the file does not exist; {ending}" if required else None
     if isinstance(exc, IsADirectoryError):
-        return f"{label}: is a directory, not a TOML file; {ending}"
+        return _messages.LABEL_DIRECTORY_NOT_TOML_FILE.format(label=label, ending=ending)
     if isinstance(exc, PermissionError):
-        return f"{label}: permission denied while reading it; {ending}"
+        return _messages.LABEL_PERMISSION_DENIED_WHILE_READING.format(label=label, ending=ending)
     # A symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error; or ValueError for a name with a NUL.
     reason = getattr(exc, "strerror", None) or exc
     return f"{label}: cannot be read ({reason}); {ending}"
@@ -161,7 +162,7 @@ def check_file(path: str, label: str) -> str | None:
 
 def _too_big(data: bytes, label: str, ending: str) -> str | None:
     if len(data) > MAX_BYTES:
-        return f"{label}: is larger than {MAX_BYTES // 1024} KiB, too big for a configuration file; {ending}"
+        return _messages.LABEL_LARGER_THAN_VALUE_KIB.format(label=label, value=MAX_BYTES // 1024, ending=ending)
     return None
 
 
@@ -178,11 +179,11 @@ def parse_toml(data: bytes, label: str, ending: str = IGNORED) -> tuple[dict[str
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, f"{label}: is not UTF-8 (byte {exc.start}); TOML files must be UTF-8; {ending}"
+        return None, _messages.LABEL_NOT_UTF_BYTE_START.format(label=label, start=exc.start, ending=ending)
     try:
         return _loads(text), None
     except ImportError:
-        return None, f"{label}: cannot be read because tomli is not installed (pip install tomli); {ending}"
+        return None, _messages.LABEL_CANNOT_READ_BECAUSE_TOMLI.format(label=label, ending=ending)
     except Exception as exc:  # noqa: BLE001 - tomllib.TOMLDecodeError, and anything a broken parser raises
         return None, f"{label}: is not valid TOML ({clip(str(exc), 160)}); {ending}"
 
@@ -303,9 +304,9 @@ def module_invocation(module: str | None, cwd: str | None, program: str | None, 
     """The invocation of ``python -m module``: walk up from the module's top-level package, found where Python will
     look for it (the current directory, then ``sys.path``); else from ``cwd``."""
     if module is None:
-        return Invocation(cwd, program, rule=f"{how}: the current directory (the module name is not known)")
+        return Invocation(cwd, program, rule=_messages.RULE_MODULE_NAME_UNKNOWN.format(how=how))
     search = ([cwd] if cwd is not None else []) + list(sys.path)
-    otherwise = f"the current directory ({module} was not found on sys.path)"
+    otherwise = _messages.RULE_MODULE_NOT_ON_PATH.format(module=module)
     return _at_module(module, search, program, how, cwd, otherwise)
 
 
@@ -402,7 +403,7 @@ def invocation(argv: object = None) -> Invocation:
 
 
 def _invocation(argv: object = None) -> Invocation:
-    gone = "the current directory no longer exists; ignoring project settings."
+    gone = _messages.CURRENT_DIRECTORY_NO_LONGER_EXISTS
     cwd: str | None = None
     recorded = getattr(sys, "_urandom_shim_invocation", None) if argv is None else None
     if isinstance(recorded, tuple) and len(recorded) == 2:
@@ -421,34 +422,33 @@ def _invocation(argv: object = None) -> Invocation:
         argv = None
     if not isinstance(argv, list) or not argv:
         what = "missing" if argv is None else ("empty" if argv == [] else f"not a list ({type(argv).__name__})")
-        return Invocation(cwd, None, f"sys.argv is {what}; looking for pyproject.toml from the current directory.")
+        return Invocation(cwd, None, _messages.SYS_ARGV_WHAT_LOOKING_PYPROJECT.format(what=what))
     first = argv[0]
     if not isinstance(first, str):
-        return Invocation(cwd, None, f"sys.argv[0] is {first!r}, not a string; looking for pyproject.toml from {cwd}.")
+        return Invocation(cwd, None, _messages.SYS_ARGV_FIRST_R_NOT.format(first=first, cwd=cwd))
     if first == "-m":
         module = _module_from_command_line()
         return module_invocation(module, cwd, module, f"-m {module}")
     if first in ("", "-", "-c"):
-        return Invocation(cwd, None, rule="-c, stdin or the REPL: the current directory")
+        return Invocation(cwd, None, rule=_messages.RULE_C_STDIN_REPL)
     given = os.path.join(cwd, first)
     program = os.path.basename(os.path.normpath(given))  # a symlink's own name is what [[program]] rules match
     script = os.path.realpath(given)  # ... but Python runs the target, from the target's directory
     if not os.path.exists(script) and os.path.exists(given):
         script = given  # a magic link such as /dev/stdin, whose target (pipe:[…]) is not a path
     if os.path.isdir(script):  # a directory run as a program (python app/)
-        return Invocation(script, program, rule="a directory: the directory itself")
+        return Invocation(script, program, rule=_messages.RULE_DIRECTORY)
     if not os.path.exists(script):
         return Invocation(
             os.path.dirname(script),
             program,
-            f"sys.argv[0] names {first!r}, which does not exist; looking for pyproject.toml from "
-            f"{os.path.dirname(script)}.",
-            rule="a script: the directory holding it",
+            _messages.SYS_ARGV_NAMES_FIRST_R.format(first=first, dirname=os.path.dirname(script)),
+            rule=_messages.RULE_SCRIPT,
         )
     target = launcher_target(script)
     if target is not None:
         how = f"console script {program}, which runs {target}"
-        otherwise = f"the launcher's directory ({target} is not on sys.path)"
+        otherwise = _messages.RULE_LAUNCHER_TARGET_NOT_ON_PATH.format(target=target)
         return _at_module(target, list(sys.path), program, how, os.path.dirname(script), otherwise)
     kind = "a zipapp" if script.endswith((".pyz", ".zip")) else "a script"
     return Invocation(os.path.dirname(script), program, rule=f"{kind}: the directory holding it")
@@ -466,10 +466,12 @@ def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
         except PermissionError:
             return (
                 None,
-                f"cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings.",
+                _messages.CANNOT_LOOK_PYPROJECT_TOML_DIRECTORY.format(directory=directory),
             )
         except OSError as exc:  # a symlink loop, an I/O error: the nearest pyproject exists but is unusable
-            return None, f"{candidate}: cannot be read ({exc.strerror or exc}); ignoring project settings."
+            return None, _messages.CANDIDATE_CANNOT_READ_VALUE_IGNORING.format(
+                candidate=candidate, value=exc.strerror or exc
+            )
         else:
             return candidate, None
         parent = os.path.dirname(directory)
@@ -537,15 +539,11 @@ def read_pyproject(path: str) -> Layer | None:
         missed = near_miss(document)
         if missed is None:
             return None
-        layer.problems.append(
-            f"{path}: has a table [tool.{missed}], which urandom-shim does not read: did you mean "
-            f"[tool.urandom-shim]? Ignoring it."
-        )
+        layer.problems.append(_messages.PATH_HAS_TABLE_TOOL_MISSED.format(path=path, missed=missed))
         return layer
     if not isinstance(table, dict):
         layer.problems.append(
-            f"{label}: is a {type(table).__name__} ({shorten(table)}), but it must be a table: write "
-            "[tool.urandom-shim] with keys below it; ignoring it."
+            _messages.LABEL_NAME_TABLE_BUT_MUST.format(label=label, name=type(table).__name__, table=shorten(table))
         )
         return layer
     layer.values = dict(table)

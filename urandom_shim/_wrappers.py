@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+from . import _messages
 from ._patching import NATIVE_URANDOM, Patcher, dress, is_wrapper, namespace, unwrap
 from ._policies import SECRETS
 from ._runtime import REFUSAL
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 #: Who calls the well-known aliases of os.urandom, for diagnostics.
 ALIAS_USERS = {
     "random._urandom": "random.SystemRandom",
-    "urllib.request._randombytes": "urllib.request's HTTP digest authentication",
+    "urllib.request._randombytes": _messages.URLLIB_DIGEST_AUTH,
 }
 
 SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits")
@@ -142,7 +143,7 @@ def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
         except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
             from ._messages import emit
 
-            emit(f"could not check module {module!r} for aliases of os.urandom ({type(exc).__name__}: {exc}).")
+            emit(_messages.COULD_NOT_CHECK_MODULE_MODULE.format(module=module, name=type(exc).__name__, exc=exc))
 
 
 def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:

@@ -28,19 +28,21 @@ import sys
 
 import pytest
 
+from . import _messages
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Iterator
 
-#: The variables a test may change through the plugin; all are restored afterwards.
-VARIABLES = (
-    "URANDOM_POLICY",
-    "URANDOM_SHIM_TIMEOUT",
-    "URANDOM_SHIM_ON_TIMEOUT",
-    "URANDOM_SHIM_WARN_AFTER",
-    "URANDOM_SHIM_SEED_RANDOM_INSTANCES",
-    "URANDOM_SHIM_SIMULATE",
-)
+
+def variables() -> tuple[str, ...]:
+    """The variables a test may change through the plugin; all are restored afterwards. (A function: an unused
+    plugin imports nothing of the package but its messages.)"""
+    from . import _config
+
+    return (*_config.KEY_VARIABLES, _config.ENV_SIMULATE)
+
+
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
 PATCHED_MODULES = ("posix", "os", "random", "secrets", "urllib.request")
 OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances")
@@ -51,12 +53,7 @@ MARKER, FIXTURE, OPTION = "@pytest.mark.urandom", "urandom_policy()", "--urandom
 #: nothing can end fails at once.
 WAIT_BOUND = 60.0
 #: What to do about a wait that can't end, in every message that ends one.
-REMEDIES = (
-    "Mark the test with @pytest.mark.urandom(unready=False), or with a policy that does not wait (pep522 or "
-    "legacy; under pep522 only secrets waits); call system_rng.ready_after(SECONDS) before the call; or give waits a "
-    "timeout (--urandom-timeout=SECONDS, or timeout=SECONDS on the marker or urandom_policy()), after which the call "
-    "raises BlockingIOError."
-)
+REMEDIES = _messages.PLUGIN_REMEDIES
 
 
 class SystemRNG:
@@ -101,7 +98,7 @@ class _TestState:
         self._readiness = _readiness
         self._simulation = _simulation
         self._state = _state
-        self.saved_env = {name: os.environ.get(name) for name in VARIABLES}
+        self.saved_env = {name: os.environ.get(name) for name in variables()}
         self.saved_state = _state.snapshot()
         self.saved_namespaces = _snapshot()
         self.overrides: dict[str, Any] | None = None
@@ -120,7 +117,11 @@ class _TestState:
         unknown = sorted(set(options) - set(OPTIONS))
         if unknown:
             valid = ("policy", "unready", *OPTIONS) if self.origin == MARKER else ("policy", *OPTIONS)
-            raise TypeError(f"{self.origin} got unknown option(s) {unknown}; valid: {', '.join(valid)}")
+            raise TypeError(
+                _messages.ORIGIN_GOT_UNKNOWN_OPTION_UNKNOWN.format(
+                    origin=self.origin, unknown=unknown, listed=", ".join(valid)
+                )
+            )
         overrides = dict(options, policy=policy) if policy is not None else dict(options)
         self._activation.apply(overrides, self.origin)  # a bad value raises here, before anything has changed
         self.overrides = overrides
@@ -156,19 +157,20 @@ class _TestState:
         if timeout is not None and timeout <= WAIT_BOUND:
             return  # the wait ends by itself (BlockingIOError, or a fallback)
         if any(timer.is_alive() for timer in self.timers):
-            bound, why = WAIT_BOUND, "system_rng.ready_after() has not made it ready yet"
+            bound, why = WAIT_BOUND, _messages.SYSTEM_RNG_READY_AFTER_HAS
         elif self.handle_given and threading.active_count() > 1:
-            bound, why = WAIT_BOUND, "no other thread of the test has called system_rng.ready()"
+            bound, why = WAIT_BOUND, _messages.NO_OTHER_THREAD_TEST_HAS
         else:
-            bound, why = 0.0, "nothing in this test will ever make it ready"
+            bound, why = 0.0, _messages.NOTHING_TEST_WILL_EVER_MAKE
         if waited < bound:
             return
         policy = (self.overrides or {}).get("policy")
-        under = f"policy {policy!r}" if policy else "the project's configured policy"
-        waited_for = f"waited {waited:.1f} s (the plugin's bound) for" if bound else "would wait forever for"
+        under = f"policy {policy!r}" if policy else _messages.PROJECT_CONFIGURED_POLICY
+        waited_for = _messages.WAITED_WAITED_F_PLUGIN_BOUND.format(waited=waited) if bound else "would wait forever for"
         pytest.fail(
-            f"urandom-shim: a call for randomness {waited_for} the simulated kernel CRNG: {why} (under {under}, "
-            f"from {self.origin}). {REMEDIES}",
+            _messages.PLUGIN_WAIT_ENDED.format(
+                waited_for=waited_for, why=why, under=under, origin=self.origin, remedies=REMEDIES
+            ),
             pytrace=False,
         )
 
@@ -269,14 +271,14 @@ def _urandom_shim_marker(request: pytest.FixtureRequest) -> Iterator[None]:
         options = dict(marker.kwargs)
         if len(marker.args) > 1:
             pytest.fail(
-                f"{MARKER} takes at most one positional argument, the policy; got {len(marker.args)}: "
-                f"{', '.join(repr(a) for a in marker.args)}. Give the options by name, as in "
-                "@pytest.mark.urandom('pep524', timeout=2).",
+                _messages.MARKER_TAKES_AT_MOST_ONE.format(
+                    marker=MARKER, count=len(marker.args), listed=", ".join(repr(a) for a in marker.args)
+                ),
                 pytrace=False,
             )
         if marker.args:
             if "policy" in options:
-                pytest.fail(f"{MARKER} got the policy twice, by position and as policy=", pytrace=False)
+                pytest.fail(_messages.MARKER_GOT_POLICY_TWICE_POSITION.format(marker=MARKER), pytrace=False)
             options["policy"] = marker.args[0]
         unready = options.pop("unready", True)
         policy = options.pop("policy", None)
@@ -321,7 +323,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
     inipath = getattr(config, "inipath", None)
     if inipath is not None:
-        _sources.set_project_root(str(inipath.parent), f"pytest: the directory of its configuration file, {inipath}")
+        _sources.set_project_root(str(inipath.parent), _messages.RULE_PYTEST_CONFIG_FILE.format(inipath=inipath))
     else:
         _sources.set_project_root(str(config.rootpath), f"pytest: its rootdir, {config.rootpath}")
     config.addinivalue_line(
@@ -332,10 +334,7 @@ def pytest_configure(config: pytest.Config) -> None:
     policy = _suite_policy(config)
     timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
     if policy is None and timeout:
-        raise pytest.UsageError(
-            "urandom-shim: --urandom-timeout (or the ini key urandom_timeout) applies only to the whole-suite mode of "
-            "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
-        )
+        raise pytest.UsageError(_messages.URANDOM_SHIM_URANDOM_TIMEOUT_INI)
     if policy is not None:
         from ._config import KEYS, InvalidValue
 
@@ -364,7 +363,7 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         runs = f"policy {effective[0]!r} ({effective[1]})"  # the source says what it raised, and from what
     else:
         runs = f"policy {policy!r}"
-    return f"urandom-shim: every test runs under {runs} with an unready kernel CRNG (simulated){bound}"
+    return _messages.PLUGIN_HEADER.format(runs=runs, bound=bound)
 
 
 def _effective_policy(policy: str) -> tuple[str, str] | None:
