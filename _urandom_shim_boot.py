@@ -8,7 +8,7 @@
 # Ready path, on nearly every start: the kill switch, one non-blocking getrandom() probe, a look at the URANDOM_*
 # variables (a typo must show the day it is made, not at the next early boot), and this module on sys.meta_path so
 # that importing `secrets` adds `secrets.wait_for_system_rng`. Nothing else is imported, no file is read and no
-# function is replaced. Unready path: urandom_shim._startup.boot() reads the configuration and installs the policy.
+# function is replaced. Unready path: urandom_shim._activation.boot() reads the configuration and installs the policy.
 #
 # It never raises. sys._urandom_shim_boot records how the shim started, and makes a second run a no-op: a venv
 # processes its .pth files twice, and PEP 829 .start files call boot() again on Python 3.15+.
@@ -45,9 +45,9 @@ def boot(how: str = "start") -> None:
             _check_variables()
         return
     try:
-        from urandom_shim import _startup
+        from urandom_shim import _activation
 
-        _startup.boot(how)
+        _activation.boot(how)
     except Exception as exc:  # noqa: BLE001 - never break an interpreter
         if sys.stderr is not None:
             sys.stderr.write(
@@ -115,9 +115,9 @@ def _check_variables() -> None:
             valid = False
     if not valid:
         try:
-            from urandom_shim import _startup
+            from urandom_shim import _config
 
-            _startup.report_environment()
+            _config.report_environment()
         except Exception:  # noqa: BLE001 - never break an interpreter over a message
             pass
 
@@ -127,9 +127,9 @@ def find_spec(name: str, path: object = None, target: object = None) -> object:
     if name != "secrets":
         return None
     try:
-        from urandom_shim import _startup
+        from urandom_shim import _hooks
 
-        return _startup.ready_hook_find_spec(sys.modules[__name__], name, path, target)  # type: ignore[arg-type]
+        return _hooks.ready_hook_find_spec(sys.modules[__name__], name, path, target)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - importing secrets must not fail because of us
         return None
 

@@ -27,7 +27,8 @@ myst_enable_extensions = ["deflist"]
 
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
-nitpick_ignore = [("py:class", "Settings"), ("py:class", "urandom_shim._policies.Settings")]
+# Setting is generic for the type checker only (Setting[Policy], Setting[float | None]): its type variable has no page.
+nitpick_ignore = [("py:class", "Settings"), ("py:class", "urandom_shim._policies.Settings"), ("py:class", "T")]
 
 html_theme = "furo"
 html_title = f"urandom-shim {release}"

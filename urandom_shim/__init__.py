@@ -2,8 +2,8 @@
 
 This module is the public API and nothing else: each name is loaded from its module on first use, so that importing
 the package costs next to nothing. Start-up is not here: ``urandom_shim.pth`` runs the top-level module
-``_urandom_shim_boot``, which hands over to :mod:`urandom_shim._startup` only when the CRNG is unready or simulated,
-or when ``secrets`` is imported.
+``_urandom_shim_boot``, which hands over to :mod:`urandom_shim._activation` only when the CRNG is unready or
+simulated, and to :mod:`urandom_shim._hooks` when ``secrets`` is imported.
 
 PYTEST_DONT_REWRITE: pytest marks a plugin's whole distribution for assertion rewriting, and start-up may have
 imported this package and ``_urandom_shim_boot`` already; this marker keeps it from warning about them.
@@ -29,8 +29,9 @@ __all__ = [
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from ._activation import activate, deactivate
+    from ._hooks import wait_for_system_rng
     from ._policies import POLICIES, Policy, Setting, Settings
-    from ._runtime import current_settings, is_system_rng_ready, system_rng_state, urandom, wait_for_system_rng
+    from ._runtime import current_settings, is_system_rng_ready, system_rng_state, urandom
 
 #: Each public name, and the module that defines it.
 _LAZY = {
@@ -40,7 +41,7 @@ _LAZY = {
     "is_system_rng_ready": "_runtime",
     "system_rng_state": "_runtime",
     "urandom": "_runtime",
-    "wait_for_system_rng": "_runtime",
+    "wait_for_system_rng": "_hooks",
     "POLICIES": "_policies",
     "Policy": "_policies",
     "Setting": "_policies",
@@ -57,5 +58,5 @@ def __getattr__(name: str) -> object:
     return getattr(importlib.import_module(f"urandom_shim.{module_name}"), name)
 
 
-def __dir__() -> list[str]:
+def __dir__() -> "list[str]":
     return sorted([*globals(), *_LAZY])

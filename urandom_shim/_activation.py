@@ -1,10 +1,13 @@
-"""The engine: applies the effective policy at every patched call site while the CRNG is unready.
+"""The engine: applies the effective policy at every patched call site while the CRNG is unready, and the stand-ins
+for the interpreter's functions that ask it.
 
-Start-up (:mod:`urandom_shim._startup`) hands over to :func:`start_unready` when its probe finds the kernel CRNG
+Start-up (``_urandom_shim_boot``) hands over to :func:`boot` when its probe finds the kernel CRNG
 uninitialised (or a simulation says so). The engine reads the configuration, installs the patches, and takes them all
 out again the moment the CRNG is ready, so every call site returns to the interpreter's own code and speed.
 
-This module also holds ``activate()`` and ``deactivate()``, which :mod:`urandom_shim` re-exports.
+This module also holds ``activate()`` and ``deactivate()``, which :mod:`urandom_shim` re-exports, and
+:func:`boot`, where start-up hands over to the package on the unready path. (One module rather than three: each
+module costs about 0.45 M instructions to import, and the unready path's start-up budget is 1.5x.)
 """
 
 from __future__ import annotations
@@ -13,12 +16,14 @@ import os
 import sys
 from _thread import _local
 
-from . import _config, _hashseed, _hooks, _messages, _patching, _readiness, _runtime, _simulation, _wrappers
-from ._messages import bounded, emit
+from . import _config, _hashseed, _hooks, _messages, _patching, _readiness, _runtime, _simulation
+from ._messages import ENTROPY_HINT, bounded, emit
+from ._patching import NATIVE_URANDOM, Patcher, dress, is_wrapper, namespace, unwrap
 from ._policies import (
     BEST_EFFORT,
     NATIVE,
     RAISE,
+    SECRETS,
     SEED_INSTANCE,
     SEED_NEW,
     UNTOUCHED,
@@ -27,7 +32,7 @@ from ._policies import (
     Settings,
     action,
 )
-from ._runtime import ENTROPY_HINT, policy_phrase, refusal, simulation_note
+from ._runtime import REFUSAL, policy_phrase, refusal, simulation_note
 from ._state import state
 
 TYPE_CHECKING = False
@@ -66,16 +71,16 @@ class Engine:
             return
         self.engaged = True
         self.patcher = patcher = _patching.Patcher()
-        self.os_urandom = _wrappers.urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom")
+        self.os_urandom = urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom")
         _readiness.on_ready(self.disengage)  # first, so that a failure below still ends in a full restore
         try:
-            self._watch("posix", _wrappers.patch_os, reseed_loaded_random)
-            self._watch("os", _wrappers.patch_os, reseed_loaded_random)
-            _wrappers.patch_all_loaded_aliases(self, patcher)
+            self._watch("posix", patch_os, reseed_loaded_random)
+            self._watch("os", patch_os, reseed_loaded_random)
+            patch_all_loaded_aliases(self, patcher)
             _patching.patch_stray_references(patcher, self.os_urandom)
-            self._watch("random", _wrappers.patch_random, reseed_loaded_random)
-            self._watch("secrets", _wrappers.patch_secrets, reseed_loaded_random)
-            self._watch("urllib.request", _wrappers.patch_aliases, reseed_loaded_random)
+            self._watch("random", patch_random, reseed_loaded_random)
+            self._watch("secrets", patch_secrets, reseed_loaded_random)
+            self._watch("urllib.request", patch_aliases, reseed_loaded_random)
         except BaseException:
             self.disengage()
             raise
@@ -89,7 +94,7 @@ class Engine:
         def callback(module: ModuleType) -> None:
             if self.engaged:
                 patch(self, self.patcher, module)
-                if reseed[0] and patch is _wrappers.patch_random:
+                if reseed[0] and patch is patch_random:
                     self.reseed_module_instance(module)
             reseed[0] = True
 
@@ -128,7 +133,7 @@ class Engine:
             return original(size)
         context = getattr(self._local, "site", None)
         if context is None:
-            user = _wrappers.ALIAS_USERS.get(name)
+            user = ALIAS_USERS.get(name)
             site, call = URANDOM, f"{name}({size})" + (f" (from {user})" if user else "")
         else:
             site, call = context
@@ -252,18 +257,183 @@ def _best_effort_seed_or_none() -> int | None:
         return None
 
 
+# -- the stand-ins, and where they go ---------------------------------------------------------------------------------
+#
+# Each wrapper has a fast path: once the CRNG is ready (or the shim is deactivated) it calls the original at once. The
+# wrappers decide nothing themselves: they ask the engine what their call site does under the current policy. The
+# undo log they are installed through is urandom_shim._patching.
+
+
+#: Who calls the well-known aliases of os.urandom, for diagnostics.
+ALIAS_USERS = {
+    "random._urandom": "random.SystemRandom",
+    "urllib.request._randombytes": _messages.URLLIB_DIGEST_AUTH,
+}
+
+SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits")
+
+
+def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) -> Callable[..., bytes]:
+    """A stand-in for os.urandom (or an alias of it) that applies the policy while the CRNG is unready."""
+    original = unwrap(original)
+
+    def urandom(*args: Any, **kwargs: Any) -> bytes:
+        if not engine.engaged or engine.ready():
+            return original(*args, **kwargs)
+        try:
+            return engine.urandom(original, label, args, kwargs)
+        except BlockingIOError as exc:
+            if not getattr(exc, REFUSAL, False):
+                raise
+            raise exc.with_traceback(None) from None
+
+    return dress(urandom, original, label)
+
+
+def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site: str) -> Callable[..., Any]:
+    """A stand-in for a function (a ``secrets`` function) whose inner os.urandom calls follow ``site``'s row."""
+    original = unwrap(original)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not engine.engaged or engine.ready():
+            return original(*args, **kwargs)
+        try:
+            return engine.within_site(site, label, original, args, kwargs)
+        except BlockingIOError as exc:
+            if not getattr(exc, REFUSAL, False):
+                raise
+            raise exc.with_traceback(None) from None
+
+    return dress(wrapper, original, label)
+
+
+def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., Any]:
+    """A stand-in for ``random.Random.seed``: ``seed(None)`` gets its entropy as the policy says."""
+    original = unwrap(original)
+
+    def seed(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if (
+            ((args and args[0] is None) or (not args and kwargs.get("a") is None))
+            and engine.engaged
+            and not engine.ready()
+        ):
+            try:
+                value = engine.seed_value(self)
+            except BlockingIOError as exc:
+                if not getattr(exc, REFUSAL, False):
+                    raise
+                raise exc.with_traceback(None) from None
+            if value is not None:
+                if args:
+                    args = (value, *args[1:])
+                else:
+                    kwargs["a"] = value
+        return original(self, *args, **kwargs)
+
+    return dress(seed, original, "random.Random.seed")
+
+
+def module_aliases(module: ModuleType) -> list[str]:
+    """Names in ``module`` bound to the interpreter's os.urandom or to one of our os.urandom wrappers."""
+    names = []
+    for name, value in list((namespace(module) or {}).items()):
+        if value is NATIVE_URANDOM or (is_wrapper(value) and unwrap(value) is NATIVE_URANDOM):
+            names.append(name)
+    return names
+
+
+def patch_os(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+    """``os.urandom`` and ``posix.urandom``: one wrapper for both, so that ``os.urandom is posix.urandom`` stays
+    true. Patching ``posix`` too covers ``import posix``, and an ``os`` that is reloaded or imported again after
+    ``del sys.modules['os']``: it copies ``urandom`` from ``posix`` again."""
+    if vars(module).get("urandom") is not None:
+        patcher.set(module, "urandom", engine.os_urandom)
+
+
+def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+    """Point every alias of os.urandom that ``module`` holds at a wrapper labelled with the module and name."""
+    mod_name = (namespace(module) or {}).get("__name__", "?")
+    if not isinstance(mod_name, str) or mod_name in ("posix", "nt") or mod_name.startswith("urandom_shim"):
+        return
+    for name in module_aliases(module):
+        if not patcher.has(module, name):  # os.urandom, say, which already has its wrapper
+            patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
+
+
+def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
+    """Cover aliases held by modules imported before the shim engaged (another ``.pth``, a sitecustomize)."""
+    for module in list(sys.modules.values()):
+        try:
+            patch_aliases(engine, patcher, module)
+        except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
+            from ._messages import emit
+
+            emit(_messages.COULD_NOT_CHECK_MODULE_MODULE.format(module=module, name=type(exc).__name__, exc=exc))
+
+
+def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+    patch_aliases(engine, patcher, module)
+    cls = getattr(module, "Random", None)
+    if cls is not None and "seed" in vars(cls):
+        inst = getattr(module, "_inst", None)
+        bound = vars(module).get("seed")
+        # random.seed is _inst.seed, a method bound at import time to the unpatched function: rebind it too.
+        rebind = inst is not None and getattr(bound, "__self__", None) is inst
+        wrapped_seed = seed_wrapper(engine, vars(cls)["seed"])
+        patcher.set(cls, "seed", wrapped_seed)
+        if rebind:
+            patcher.set(module, "seed", wrapped_seed.__get__(inst, type(inst)))
+
+
+def patch_secrets(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+    patch_aliases(engine, patcher, module)
+    replaced: dict[int, tuple[object, object]] = {}
+    for name in SECRETS_FUNCTIONS:
+        original = vars(module).get(name)
+        if original is not None and callable(original):
+            wrapper = site_wrapper(engine, original, f"secrets.{name}", SECRETS)
+            patcher.set(module, name, wrapper)
+            replaced[id(original)] = (original, wrapper)
+    # `from secrets import token_bytes` in a module loaded before the shim engaged holds the unpatched function.
+    for other in list(sys.modules.values()):
+        if other is module:
+            continue
+        for name, value in list((namespace(other) or {}).items()):
+            found = replaced.get(id(value))
+            if found is not None and found[0] is value:
+                patcher.set(other, name, found[1])
+
+
+# -- start-up and the runtime API -----------------------------------------------------------------------------------
+
+
+def boot(how: str = "pth") -> None:
+    """Take over from ``_urandom_shim_boot`` once it has found the CRNG unready (or simulated): read the
+    configuration and install the policy. Idempotent. The kill switch and the probe are the start-up module's: an
+    activation path of its own (such as a bootstrap ``sitecustomize``) calls ``_urandom_shim_boot.boot(how)``."""
+    if state.booted:
+        return
+    state.booted = True
+    state.activated_by = how
+    try:
+        start_unready()
+    except Exception as exc:  # noqa: BLE001 - never break an interpreter
+        state.inactive_reason = f"activation failed: {type(exc).__name__}: {exc}"
+        _messages.report_failure(exc)
+
+
 def start_unready() -> None:
     """Called by start-up when the CRNG is unready (or simulated so): resolve the configuration and engage."""
     if _hashseed.MARK in os.environ:  # started by `urandom-shim run` with a hash seed of ours
         _hashseed.pass_on(ready=_readiness.kernel_state() != _readiness.UNREADY)
     _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
     if _readiness.is_ready():  # e.g. a simulated window that has already closed
-        _runtime.add_wait_for_system_rng()
+        _hooks.add_wait_for_system_rng()
         return
     settings, problems = _config.resolve()
     for problem in bounded(problems):
         emit(problem)
-    _runtime.add_wait_for_system_rng()
+    _hooks.add_wait_for_system_rng()
     state.engine = engine = Engine(settings)
     engine.engage()
 
@@ -324,7 +494,7 @@ def apply(overrides: Mapping[str, object], source: str) -> Settings:
     deactivate()
     if state.activated_by is None:
         state.activated_by = "runtime"
-    _runtime.add_wait_for_system_rng()
+    _hooks.add_wait_for_system_rng()
     state.engine = engine = Engine(settings)
     engine.engage(reseed_loaded_random=False)
     return engine.settings

@@ -98,8 +98,8 @@ def cmd_wait(args: argparse.Namespace) -> int:
         return EXIT_INTERRUPTED
     live.show(progress("still not ready; giving up"), final=True)
     if not args.quiet and not live.enabled:
-        from ._messages import emit
-        from ._runtime import ENTROPY_HINT, simulation_note
+        from ._messages import ENTROPY_HINT, emit
+        from ._runtime import simulation_note
 
         emit(
             _messages.WAIT_TIMED_OUT.format(

@@ -428,6 +428,13 @@ def environment_problems(environ: Mapping[str, str] | None = None, flags: object
     return problems
 
 
+def report_environment() -> None:
+    """Called by ``_urandom_shim_boot`` on the ready path when a ``URANDOM_*`` variable looks wrong: one line per
+    problem, the same lines (without what applies instead) as on the unready path and in ``urandom-shim check``."""
+    for problem in _messages.bounded(environment_problems()):
+        _messages.emit(problem)
+
+
 def _named_label(path: str) -> str:
     return f"{_sources.clip(path, 200)} (from {ENV_CONFIG})"
 

@@ -1,4 +1,6 @@
-"""Post-import hooks: run a callback right after a watched module is executed.
+"""Post-import hooks: run a callback right after a watched module is executed; and the one thing the shim adds with
+them under every policy, ``secrets.wait_for_system_rng``. On the ready path, importing ``secrets`` loads this module
+(through :func:`ready_hook_find_spec`) and nothing else of the package.
 
 Why not ``wrapt.importer``: importing wrapt 2.x costs 25 to 130 ms here (it pulls in ``importlib.metadata`` and
 ``ssl``), more than an interpreter's whole start-up; and wrapt's hooks can't be unregistered, while the engine must
@@ -11,8 +13,6 @@ from __future__ import annotations
 
 import _thread
 import sys
-
-from ._messages import report_failure
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -90,6 +90,8 @@ class _PostImportHook:
             try:
                 callback(module)
             except Exception as exc:  # noqa: BLE001
+                from ._messages import report_failure
+
                 report_failure(exc)
 
     def add(self, name: str, callback: Callable[[ModuleType], None], again: bool) -> None:
@@ -132,3 +134,45 @@ def watch(name: str, callback: Callable[[ModuleType], None]) -> None:
 def unwatch(callback: Callable[[ModuleType], None]) -> None:
     """Forget ``callback`` wherever it was registered."""
     hook.cancel(callback)
+
+
+# -- secrets.wait_for_system_rng, the one addition, present under every policy ---------------------------------------
+
+
+def wait_for_system_rng(timeout: float | None = None) -> bool:
+    """Block until the kernel's random number generator is initialised (PEP 522's ``secrets.wait_for_system_rng``).
+
+    Returns True at once when it already is, which is nearly always. With ``timeout`` (seconds), returns False if the
+    generator is still not ready when the time runs out. Ctrl-C interrupts the wait.
+    """
+    from . import _readiness
+
+    if _readiness.is_ready():
+        return True
+    from ._runtime import checked_timeout, wait_as_configured
+
+    return wait_as_configured("secrets.wait_for_system_rng()", checked_timeout(timeout))
+
+
+def _add_to_secrets(module: ModuleType) -> None:
+    if not hasattr(module, "wait_for_system_rng"):
+        vars(module)["wait_for_system_rng"] = wait_for_system_rng
+
+
+def add_wait_for_system_rng() -> None:
+    """``secrets.wait_for_system_rng`` in ``secrets`` now if it is loaded, and in every ``secrets`` loaded later."""
+    watch("secrets", _add_to_secrets)
+
+
+def ready_hook_find_spec(
+    stub: object, name: str, path: Sequence[str] | None, target: ModuleType | None
+) -> ModuleSpec | None:
+    """Called by ``_urandom_shim_boot`` (a meta path finder on the ready path) when ``secrets`` is imported: swap it
+    for the real post-import hook, which adds ``secrets.wait_for_system_rng`` to this and every later ``secrets``
+    (a reload, or an import after ``del sys.modules['secrets']``)."""
+    import sys
+
+    while stub in sys.meta_path:
+        sys.meta_path.remove(stub)
+    add_wait_for_system_rng()
+    return hook.find_spec(name, path, target)

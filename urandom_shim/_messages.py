@@ -303,7 +303,7 @@ NOT_ACTIVE = "not active in this interpreter: {inactive_reason}."
 INTERNAL_ERROR_WHILE_SWITCHING_READY = "internal error while switching to the ready state ({name}: {exc}); continuing."
 
 
-# -- the wrappers (_wrappers) ----------------------------------------------------------------------------------------
+# -- the wrappers (_activation) ----------------------------------------------------------------------------------------
 
 URLLIB_DIGEST_AUTH = "urllib.request's HTTP digest authentication"
 COULD_NOT_CHECK_MODULE_MODULE = "could not check module {module!r} for aliases of os.urandom ({name}: {exc})."

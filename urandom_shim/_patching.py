@@ -8,8 +8,7 @@ transition to ready the shim also *restores* every original, so call sites go ba
 and speed; only references that were copied while the shim was engaged keep a wrapper, and its fast path.
 
 This module is the machinery only, and imports nothing of the package but the interpreter's own os.urandom: the
-stand-ins and where they go are :mod:`urandom_shim._wrappers`, and what they do is the engine's
-(:mod:`urandom_shim._activation`).
+stand-ins, where they go and what they do are the engine's (:mod:`urandom_shim._activation`).
 """
 
 from __future__ import annotations

@@ -2,25 +2,24 @@
 refusing that the engine (:mod:`urandom_shim._activation`) shares with it.
 
 :mod:`urandom_shim` re-exports the public functions from here, and ``secrets.wait_for_system_rng`` is this module's
-:func:`wait_for_system_rng`, added under every policy.
+:func:`wait_for_system_rng`, added under every policy. (``wait_for_system_rng`` itself lives with the import hook
+that adds it, :mod:`urandom_shim._hooks`, which is all that importing ``secrets`` loads on the ready path.) Its imports
+are all at the top: its functions run inside waits, and a wait can run at interpreter shutdown, where an import in a
+function fails.
 """
 
 from __future__ import annotations
 
-from . import _config, _hooks, _messages, _readiness, _simulation
-from ._messages import emit
+from . import _config, _messages, _readiness, _simulation
 from ._policies import PEP522
 from ._state import state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from types import ModuleType
     from typing import Any
 
     from ._policies import Settings
 
-PEP522_TEXT = _messages.PEP522_TEXT
-ENTROPY_HINT = _messages.ENTROPY_HINT
 #: The attribute that marks a BlockingIOError as the shim's own refusal (pep522, or a timeout), raised again from the
 #: function the caller called with the shim's inner frames cut off: the traceback shows one frame of ours.
 REFUSAL = "_urandom_shim_refusal"
@@ -34,23 +33,14 @@ def is_system_rng_ready() -> bool:
 
     One non-blocking ``getrandom()`` call until the answer is yes; free afterwards.
     """
+
     return _readiness.is_ready()
 
 
 def system_rng_state() -> str:
     """``"ready"``, ``"unready"`` or ``"unknown"`` (no ``getrandom``, or denied: counts as ready)."""
+
     return _readiness.state()
-
-
-def wait_for_system_rng(timeout: float | None = None) -> bool:
-    """Block until the kernel's random number generator is initialised (PEP 522's ``secrets.wait_for_system_rng``).
-
-    Returns True at once when it already is, which is nearly always. With ``timeout`` (seconds), returns False if the
-    generator is still not ready when the time runs out. Ctrl-C interrupts the wait.
-    """
-    if _readiness.is_ready():
-        return True
-    return wait_as_configured("secrets.wait_for_system_rng()", checked_timeout(timeout))
 
 
 def urandom(size: int, *, block: bool = True, timeout: float | None = None) -> bytes:
@@ -73,18 +63,9 @@ def current_settings() -> Settings:
     if engine is not None:
         settings: Settings = engine.settings
         return settings
+
     settings, _problems = _config.resolve()
     return settings
-
-
-def _add_to_secrets(module: ModuleType) -> None:
-    if not hasattr(module, "wait_for_system_rng"):
-        vars(module)["wait_for_system_rng"] = wait_for_system_rng
-
-
-def add_wait_for_system_rng() -> None:
-    """``secrets.wait_for_system_rng`` in ``secrets`` now if it is loaded, and in every ``secrets`` loaded later."""
-    _hooks.watch("secrets", _add_to_secrets)
 
 
 # -- waiting and refusing ------------------------------------------------------------------------------------------
@@ -94,7 +75,8 @@ def refusal(text: str) -> BlockingIOError:
     """A refusal to return bytes while the CRNG is unready: PEP 522's ``BlockingIOError`` (EAGAIN, as
     ``getrandom(GRND_NONBLOCK)`` reports it) with its text first, marked so that the function the caller called
     raises it with one frame of ours."""
-    error = BlockingIOError(f"{PEP522_TEXT}. {text}")
+
+    error = BlockingIOError(f"{_messages.PEP522_TEXT}. {text}")
     error.errno = 11
     setattr(error, REFUSAL, True)
     return error
@@ -102,6 +84,7 @@ def refusal(text: str) -> BlockingIOError:
 
 def checked_timeout(timeout: Any) -> float | None:
     """``timeout`` as seconds, or None; ValueError for anything but a number >= 0 or None."""
+
     if timeout is None:
         return None
     try:
@@ -115,6 +98,7 @@ def checked_timeout(timeout: Any) -> float | None:
 
 def simulation_note() -> str:
     """The sentence every message about an unready CRNG ends with when the unready state is simulated."""
+
     sim = _simulation.current()
     if sim is None:
         return ""
@@ -122,6 +106,7 @@ def simulation_note() -> str:
 
 
 def policy_phrase(settings: Settings) -> str:
+
     policy = settings.policy
     return _messages.POLICY_PHRASE.format(value=policy.value, source=policy.source)
 
@@ -129,18 +114,20 @@ def policy_phrase(settings: Settings) -> str:
 def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float) -> None:
     """The one line a wait prints after ``warn_after`` seconds: one per call site (``warned`` remembers), not one
     per thread."""
+
     key = "wait:" + call.partition("(")[0]
     if key in warned:
         return
     warned.add(key)
+
     fail_fast = "" if settings.policy.value is PEP522 else _messages.FAIL_FAST_HINT
-    emit(
+    _messages.emit(
         _messages.WAITING.format(
             call=call,
             elapsed=elapsed,
             policy_phrase=policy_phrase(settings),
             fail_fast=fail_fast,
-            entropy_hint=ENTROPY_HINT,
+            entropy_hint=_messages.ENTROPY_HINT,
             simulation_note=simulation_note(),
         )
     )
@@ -148,6 +135,7 @@ def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float
 
 def wait_as_configured(call: str, timeout: float | None) -> bool:
     """Wait for the CRNG for ``call`` (up to ``timeout``), with the configured ``warn_after`` line naming it."""
+
     settings = current_settings()
     engine = state.engine
     warned: set[str] = engine.warned if engine is not None else set()
@@ -182,7 +170,7 @@ def _urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | 
     if not wait_as_configured(f"urandom_shim.urandom({size})", timeout):
         return refusal(
             _messages.URANDOM_TIMED_OUT.format(
-                size=size, timeout=timeout, entropy_hint=ENTROPY_HINT, simulation_note=simulation_note()
+                size=size, timeout=timeout, entropy_hint=_messages.ENTROPY_HINT, simulation_note=simulation_note()
             )
         )
     return _readiness.native_urandom(size)
