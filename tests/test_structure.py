@@ -119,3 +119,53 @@ def test_the_bootstrap_directories_are_the_same_in_every_file_that_names_them() 
 def test_the_package_cites_its_docs_not_a_document_it_does_not_have() -> None:
     citing = [path.name for path in PACKAGE.glob("*.py") if "SPEC" in path.read_text(encoding="utf-8")]
     assert not citing, citing
+
+
+# -- the message catalogue and its call sites ------------------------------------------------------------------------
+
+
+def format_calls(path: Path) -> list[tuple[int, str, set[str] | None]]:
+    """(line, template name, keyword names) of every ``_messages.NAME.format(...)`` in ``path``; None for the names
+    when the call passes ``**`` or positional arguments, which this check can't read."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        func = node.func if isinstance(node, ast.Call) else None
+        if not (isinstance(func, ast.Attribute) and func.attr == "format"):
+            continue
+        target = func.value
+        if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name):
+            if target.value.id != "_messages":
+                continue
+            name = target.attr
+        elif isinstance(target, ast.Name) and target.id.isupper() and path.name == "_messages.py":
+            name = target.id
+        else:
+            continue
+        assert isinstance(node, ast.Call)
+        plain = not node.args and all(keyword.arg is not None for keyword in node.keywords)
+        found.append((node.lineno, name, {str(k.arg) for k in node.keywords} if plain else None))
+    return found
+
+
+def test_every_message_is_filled_in_with_exactly_its_templates_fields() -> None:
+    import string
+
+    from urandom_shim import _messages
+
+    mismatched = []
+    calls = [(path, *call) for path in sorted(PACKAGE.glob("*.py")) for call in format_calls(path)]
+    assert len(calls) >= 60, calls  # the scan finds the calls
+    for path, line, name, given in calls:
+        template = getattr(_messages, name, None)
+        assert isinstance(template, str), f"{path.name}:{line}: _messages has no template {name}"
+        fields = {field.split(".")[0].split("[")[0] for _text, field, _spec, _conv in string.Formatter().parse(template)
+                  if field is not None}  # fmt: skip
+        if given is None or given != fields:
+            mismatched.append(f"{path.name}:{line}: {name} takes {sorted(fields)}, is given {given}")
+    assert not mismatched, "\n".join(mismatched)
+
+
+def test_the_field_check_reads_a_call_as_written(tmp_path: Path) -> None:
+    module = tmp_path / "m.py"
+    module.write_text("_messages.A.format(x=1, y=2)\n_messages.B.format(*args)\nother.C.format(z=3)\n")
+    assert format_calls(module) == [(1, "A", {"x", "y"}), (2, "B", None)]

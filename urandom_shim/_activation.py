@@ -368,7 +368,7 @@ def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
         except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
             from ._messages import emit
 
-            emit(_messages.COULD_NOT_CHECK_MODULE_MODULE.format(module=module, name=type(exc).__name__, exc=exc))
+            emit(_messages.ALIAS_SCAN_FAILED.format(module=module, name=type(exc).__name__, exc=exc))
 
 
 def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:

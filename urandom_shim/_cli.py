@@ -51,7 +51,7 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 def cmd_check(args: argparse.Namespace) -> int:
     if args.module is not None and args.target is not None:
-        raise UsageError(_messages.GIVE_MODULE_NOT_BOTH)
+        raise UsageError(_messages.CHECK_FOR_AND_MODULE)
     try:
         report = _report.check_report(args.target if args.module is None else f"-m {args.module}")
     except _report.NotAProgram as exc:
@@ -137,9 +137,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         path = os.path.abspath(args.unready_until_file)
         if not os.path.exists(path):
-            raise UsageError(
-                _messages.UNREADY_UNTIL_FILE_UNREADY_UNTIL.format(unready_until_file=args.unready_until_file)
-            )
+            raise UsageError(_messages.SIMULATE_FILE_MISSING.format(unready_until_file=args.unready_until_file))
         spec = f"unready-until-file:{path}"
     settings = _settings_from(args)
     _launch.note_floor("simulate", settings)
@@ -356,18 +354,16 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser
         argv, command = argv[:split], argv[split + 1 :]
     args, extra = parser.parse_known_args(argv)
     if args.subcommand is None:
-        parser.error(_messages.CHOOSE_COMMAND_STATUS_CHECK_WAIT)
+        parser.error(_messages.NO_COMMAND)
     sub = subs[args.subcommand]
     if args.subcommand in TAKES_COMMAND:
         if command is None:
             given = f" (got {' '.join(extra)!r})" if extra else ""
-            sub.error(
-                _messages.MISSING_BEFORE_COMMAND_GIVEN_WRITE.format(given=given, prog=PROG, subcommand=args.subcommand)
-            )
+            sub.error(_messages.MISSING_DOUBLE_DASH.format(given=given, prog=PROG, subcommand=args.subcommand))
         if not command:
             sub.error("no command after '--'")
     elif command is not None:
-        sub.error(_messages.COMMAND_ARE_ONLY_RUN_SIMULATE.format(subcommand=args.subcommand))
+        sub.error(_messages.DOUBLE_DASH_NOT_TAKEN.format(subcommand=args.subcommand))
     if extra:
         sub.error(f"unrecognized arguments: {' '.join(extra)}")
     args.command = command

@@ -70,7 +70,7 @@ def _near_miss(text: str, valid: tuple[str, ...]) -> str:
     """A "did you mean" for a wrong case, stray whitespace or separators, a prefix, or a typo or two."""
     stripped = text.strip()
     if stripped != text and stripped in valid:
-        return _messages.HAS_WHITESPACE_BEFORE_AFTER_DID.format(stripped=stripped)
+        return _messages.WHITESPACE_HINT.format(stripped=stripped)
     folded = "".join(text.split()).lower().replace("-", "").replace("_", "")
     plain = {name: name.replace("-", "").replace("_", "") for name in valid}
     exact = [name for name in valid if plain[name] == folded or (len(folded) > 2 and name.startswith(folded))]
@@ -254,7 +254,7 @@ class _Resolution:
             if key in KEYS:
                 self.offer(key, raw, layer.label, from_text=False)
             elif key in ADMIN_KEYS:
-                self.messages.append(_messages.LABEL_UNKNOWN_KEY_KEY_R.format(label=layer.label, key=key))
+                self.messages.append(_messages.ADMIN_KEY_OUT_OF_PLACE.format(label=layer.label, key=key))
             else:
                 unknown.append(key)
         if unknown:  # reported before the rules' problems, as the table comes before its rules in the file
@@ -265,14 +265,14 @@ class _Resolution:
 
         if not isinstance(rules, list):
             self.messages.append(
-                _messages.LABEL_PROGRAM_RULES_NOT_VALID.format(label=layer.label, rules=_sources.toml_value(rules))
+                _messages.RULES_NOT_AN_ARRAY.format(label=layer.label, rules=_sources.toml_value(rules))
             )
             return
         for index, rule in enumerate(rules):
             label = f"{layer.label} [[program]] #{index + 1}"
             if not isinstance(rule, dict):
                 self.messages.append(
-                    _messages.LABEL_NAME_RULE_NOT_TABLE.format(
+                    _messages.RULE_NOT_A_TABLE.format(
                         label=label, name=type(rule).__name__, rule=_sources.toml_value(rule)
                     )
                 )
@@ -282,9 +282,7 @@ class _Resolution:
                 given = (
                     "match is missing" if pattern is None else f"match = {_sources.toml_value(pattern)} is not valid"
                 )
-                self.messages.append(
-                    _messages.LABEL_GIVEN_EXPECTED_GLOB_AT.format(label=label, given=given, max_match=MAX_MATCH)
-                )
+                self.messages.append(_messages.RULE_BAD_MATCH.format(label=label, given=given, max_match=MAX_MATCH))
                 continue
             # Every rule is checked, matching or not: a typo must not wait for the one boot that runs that program.
             matches = program is not None and _glob.matches(pattern, program)
@@ -307,7 +305,7 @@ class _Resolution:
                     except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
                         error = as_invalid(raw, key, exc)
                         self.messages.append(
-                            _messages.SOURCE_KEY_VALUE_NOT_VALID.format(
+                            _messages.RULE_BAD_VALUE.format(
                                 source=source,
                                 key=key,
                                 value=_sources.toml_value(error.value),
@@ -344,9 +342,9 @@ def _unknown(keys: list[str], admin: bool) -> str:
     shown = ", ".join(_sources.shorten(key, 40) for key in keys[:3])
     valid = _valid_keys(admin)
     if len(keys) == 1:
-        return _messages.UNKNOWN_KEY_SHOWN_VALID_KEYS.format(shown=shown, valid=valid)
+        return _messages.UNKNOWN_KEY.format(shown=shown, valid=valid)
     more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
-    return _messages.UNKNOWN_KEYS_SHOWN_MORE_VALID.format(shown=shown, more=more, valid=valid)
+    return _messages.UNKNOWN_KEYS.format(shown=shown, more=more, valid=valid)
 
 
 def as_invalid(raw: object, key: str, exc: Exception) -> InvalidValue:
@@ -369,9 +367,7 @@ def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
         return None
     value = layer.values["allow_weak"]
     if not isinstance(value, bool):
-        messages.append(
-            _messages.LABEL_ALLOW_WEAK_VALUE_NOT.format(label=layer.label, value=_sources.toml_value(value))
-        )
+        messages.append(_messages.FLOOR_NOT_A_BOOLEAN.format(label=layer.label, value=_sources.toml_value(value)))
         return f"allow_weak = {_sources.toml_value(value)}, read as false"
     return None if value else "allow_weak = false"
 
@@ -416,7 +412,7 @@ def environment_problems(environ: Mapping[str, str] | None = None, flags: object
         except Exception as exc:  # noqa: BLE001 - InvalidValue, or anything a strange value raises
             error = as_invalid(raw, key, exc)
             problems.append(
-                _messages.ENVIRONMENT_VARIABLE_VARIABLE_RAW_NOT.format(
+                _messages.BAD_VARIABLE.format(
                     variable=variable, raw=_sources.shorten(raw), key=key, expected=error.expected, hint=error.hint
                 )
             )
@@ -605,15 +601,11 @@ def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:
     from ._policies import LEGACY, PEP524
 
     if settings.policy.value is LEGACY:
-        messages.append(
-            _messages.POLICY_LEGACY_FROM_POLICY_SOURCE.format(policy_source=settings.policy.source, floor=floor)
-        )
+        messages.append(_messages.LEGACY_BELOW_FLOOR.format(policy_source=settings.policy.source, floor=floor))
         settings.policy = Setting(PEP524, f"{floor}, instead of 'legacy' from {settings.policy.source}")
     if settings.on_timeout.value == "fallback":
         messages.append(
-            _messages.TIMEOUT_FALLBACK_FROM_TIMEOUT_SOURCE.format(
-                on_timeout_source=settings.on_timeout.source, floor=floor
-            )
+            _messages.FALLBACK_BELOW_FLOOR.format(on_timeout_source=settings.on_timeout.source, floor=floor)
         )
         settings.on_timeout = Setting("raise", f"{floor}, instead of 'fallback' from {settings.on_timeout.source}")
 

@@ -53,7 +53,7 @@ def command_environment(settings: dict[str, str], simulate: str | None = None) -
     if bootstrap is None:
         from ._messages import emit
 
-        emit(_messages.RUN_BOOTSTRAP_DIRECTORY_MISSING_FROM)
+        emit(_messages.RUN_NO_BOOTSTRAP)
     else:
         rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != bootstrap]
         env["PYTHONPATH"] = os.pathsep.join([bootstrap, *rest])
@@ -79,7 +79,7 @@ def find_command(name: str, path: str | None) -> tuple[str | None, int, str]:
         return None, EXIT_NOT_EXECUTABLE, f"{not_executable}: {what} (not an executable file)"
     if os.sep in name:
         return None, EXIT_NOT_FOUND, f"{name}: No such file or directory"
-    return None, EXIT_NOT_FOUND, _messages.NAME_COMMAND_NOT_FOUND_SEARCHED.format(name=name)
+    return None, EXIT_NOT_FOUND, _messages.COMMAND_NOT_FOUND.format(name=name)
 
 
 def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
@@ -87,11 +87,7 @@ def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
     if disable not in ("", "0"):
         from ._messages import emit
 
-        emit(
-            _messages.SUBCOMMAND_URANDOM_SHIM_DISABLE_DISABLE.format(
-                subcommand=subcommand, disable=disable, command=command[0]
-            )
-        )
+        emit(_messages.RUN_KILL_SWITCH.format(subcommand=subcommand, disable=disable, command=command[0]))
     executable, code, message = find_command(command[0], env.get("PATH"))
     if executable is None:
         sys.stderr.write(f"{PROG} {subcommand}: {message}\n")
@@ -106,7 +102,7 @@ def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
 
         reason = exc.strerror or str(exc)
         if exc.errno == errno.ENOENT:  # the file exists, so it is the #! line's interpreter that does not
-            reason = _messages.BAD_INTERPRETER_LINE_REASON.format(reason=reason)
+            reason = _messages.RUN_BAD_INTERPRETER.format(reason=reason)
         sys.stderr.write(f"{PROG} {subcommand}: {executable}: cannot execute: {reason}\n")
         return EXIT_NOT_EXECUTABLE
     return 0  # pragma: no cover - only a replaced _exec returns
@@ -126,7 +122,7 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
 
     given = " and ".join(f"--{key.replace('_', '-')} {weak}" for key, weak, _ in asked)
     used = " and ".join(f"{key} '{strong}'" for key, _, strong in asked)
-    emit(_messages.SUBCOMMAND_GIVEN_WOULD_ALLOW_WEAK.format(subcommand=subcommand, given=given, found=found, used=used))
+    emit(_messages.RUN_BELOW_FLOOR.format(subcommand=subcommand, given=given, found=found, used=used))
 
 
 def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:

@@ -76,31 +76,29 @@ ACTIVATION_FAILED = (
 # -- finding and reading configuration files (_sources) --------------------------------------------------------------
 
 RULE_MODULE_NOT_ON_PATH = "the current directory ({module} was not found on sys.path)"
-CURRENT_DIRECTORY_NO_LONGER_EXISTS = "the current directory no longer exists; ignoring project settings."
-LABEL_DIRECTORY_NOT_TOML_FILE = "{label}: is a directory, not a TOML file; {ending}"
-LABEL_PERMISSION_DENIED_WHILE_READING = "{label}: permission denied while reading it; {ending}"
-LABEL_LARGER_THAN_VALUE_KIB = "{label}: is larger than {value} KiB, too big for a configuration file; {ending}"
+CWD_GONE = "the current directory no longer exists; ignoring project settings."
+FILE_IS_A_DIRECTORY = "{label}: is a directory, not a TOML file; {ending}"
+FILE_PERMISSION_DENIED = "{label}: permission denied while reading it; {ending}"
+FILE_TOO_LARGE = "{label}: is larger than {kib} KiB, too big for a configuration file; {ending}"
 RULE_LAUNCHER_TARGET_NOT_ON_PATH = "the launcher's directory ({target} is not on sys.path)"
-SYS_ARGV_WHAT_LOOKING_PYPROJECT = "sys.argv is {what}; looking for pyproject.toml from the current directory."
-SYS_ARGV_FIRST_R_NOT = "sys.argv[0] is {first!r}, not a string; looking for pyproject.toml from {cwd}."
-SYS_ARGV_NAMES_FIRST_R = "sys.argv[0] names {first!r}, which does not exist; looking for pyproject.toml from {dirname}."
-PATH_HAS_TABLE_TOOL_MISSED = (
+ARGV_NOT_A_LIST = "sys.argv is {what}; looking for pyproject.toml from the current directory."
+ARGV0_NOT_A_STRING = "sys.argv[0] is {first!r}, not a string; looking for pyproject.toml from {cwd}."
+ARGV0_MISSING = "sys.argv[0] names {first!r}, which does not exist; looking for pyproject.toml from {dirname}."
+NEAR_MISS_TABLE = (
     "{path}: has a table [tool.{missed}], which urandom-shim does not read: did you mean [tool.urandom-shim]? "
     "Ignoring it."
 )
-LABEL_NAME_TABLE_BUT_MUST = (
+TABLE_NOT_A_TABLE = (
     "{label}: is a {name} ({table}), but it must be a table: write [tool.urandom-shim] with keys below it; ignoring it."
 )
-LABEL_NOT_UTF_BYTE_START = "{label}: is not UTF-8 (byte {start}); TOML files must be UTF-8; {ending}"
-LABEL_CANNOT_READ_BECAUSE_TOMLI = "{label}: cannot be read because tomli is not installed (pip install tomli); {ending}"
+FILE_NOT_UTF8 = "{label}: is not UTF-8 (byte {start}); TOML files must be UTF-8; {ending}"
+TOMLI_MISSING = "{label}: cannot be read because tomli is not installed (pip install tomli); {ending}"
 RULE_MODULE_NAME_UNKNOWN = "{how}: the current directory (the module name is not known)"
 RULE_C_STDIN_REPL = "-c, stdin or the REPL: the current directory"
 RULE_DIRECTORY = "a directory: the directory itself"
 RULE_SCRIPT = "a script: the directory holding it"
-CANNOT_LOOK_PYPROJECT_TOML_DIRECTORY = (
-    "cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings."
-)
-CANDIDATE_CANNOT_READ_VALUE_IGNORING = "{candidate}: cannot be read ({value}); ignoring project settings."
+PROJECT_SEARCH_DENIED = "cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings."
+PYPROJECT_UNREADABLE = "{candidate}: cannot be read ({reason}); ignoring project settings."
 
 
 # -- configuration values, precedence and the floor (_config) --------------------------------------------------------
@@ -108,52 +106,48 @@ CANDIDATE_CANNOT_READ_VALUE_IGNORING = "{candidate}: cannot be read ({value}); i
 FLOOR_ENDING = (
     "ignoring its settings, and reading it as allow_weak = false, the safe choice for a file that may set a floor."
 )
-UNKNOWN_KEYS_SHOWN_MORE_VALID = "unknown keys {shown}{more} (valid keys are {valid}); ignoring them."
+UNKNOWN_KEYS = "unknown keys {shown}{more} (valid keys are {valid}); ignoring them."
 NOTE_IGNORED_UNDER_E = "ignored: Python runs with -E or -I"
 INVALID_VALUE_IGNORED = (
     "{what} is not a valid {key}; expected {expected}{hint}; ignoring it, so {key} is {instead} from {source}."
 )
-HAS_WHITESPACE_BEFORE_AFTER_DID = " (it has whitespace before or after it; did you mean {stripped!r}?)"
-UNKNOWN_KEY_SHOWN_VALID_KEYS = "unknown key {shown} (valid keys are {valid}); ignoring it."
+WHITESPACE_HINT = " (it has whitespace before or after it; did you mean {stripped!r}?)"
+UNKNOWN_KEY = "unknown key {shown} (valid keys are {valid}); ignoring it."
 FLOOR_UNUSABLE = "unusable, read as allow_weak = false"
 EXPECTED_SECONDS = "a finite number of seconds >= 0, or 'none'"
-LABEL_ALLOW_WEAK_VALUE_NOT = (
+FLOOR_NOT_A_BOOLEAN = (
     "{label}: allow_weak = {value} is not valid; expected true or false; reading it as allow_weak = false, the "
     "safe choice."
 )
-POLICY_LEGACY_FROM_POLICY_SOURCE = (
+LEGACY_BELOW_FLOOR = (
     "policy 'legacy' from {policy_source} is below the floor set by {floor}, which forbids weak bytes; using "
     "'pep524' instead."
 )
-TIMEOUT_FALLBACK_FROM_TIMEOUT_SOURCE = (
+FALLBACK_BELOW_FLOOR = (
     "on_timeout 'fallback' from {on_timeout_source} is below the floor set by {floor}, which forbids weak bytes; "
     "using 'raise' instead."
 )
-LABEL_PROGRAM_RULES_NOT_VALID = (
+RULES_NOT_AN_ARRAY = (
     "{label}: program = {rules} is not valid; expected an array of tables, written [[program]] with match = 'glob' "
     "and settings below it; ignoring the rules."
 )
 LABEL_MACHINE_FILE_FOR_FLOOR = "{machine_file} (machine file, for its floor)"
 FLOOR_FROM_UNUSABLE_FILE = "{label} (unusable, read as allow_weak = false)"
 NOTE_NOT_VALID = "{key} = {raw} is not valid (see problems)"
-LABEL_NAME_RULE_NOT_TABLE = (
-    "{label}: is a {name} ({rule}), not a table with match = 'glob' and settings; ignoring this rule."
-)
-LABEL_GIVEN_EXPECTED_GLOB_AT = (
+RULE_NOT_A_TABLE = "{label}: is a {name} ({rule}), not a table with match = 'glob' and settings; ignoring this rule."
+RULE_BAD_MATCH = (
     "{label}: {given}; expected a glob of at most {max_match} characters on a script's file name or an -m module's "
     "name, such as 'cron-helper*'; ignoring this rule."
 )
 NOTE_RULE_MATCHES = "[[program]] #{value} match = {pattern!r} matches {program!r}"
-ENVIRONMENT_VARIABLE_VARIABLE_RAW_NOT = (
-    "environment variable {variable}={raw} is not a valid {key}; expected {expected}{hint}; ignoring it."
-)
+BAD_VARIABLE = "environment variable {variable}={raw} is not a valid {key}; expected {expected}{hint}; ignoring it."
 NOTE_ONLY_FLOOR = "only its floor counts, because {env_machine} moved the machine file"
 NOTE_FLOOR = "{floor}: a floor, no source may choose weak bytes"
-LABEL_UNKNOWN_KEY_KEY_R = (
+ADMIN_KEY_OUT_OF_PLACE = (
     "{label}: unknown key {key!r} (it is only honoured in the environment's and the machine's files); ignoring it."
 )
 NOTE_NO_TABLE = "no such table in the nearest pyproject.toml"
-SOURCE_KEY_VALUE_NOT_VALID = (
+RULE_BAD_VALUE = (
     "{source}: {key} = {value} is not a valid {key}; expected {expected}{hint}; the rule will ignore it when it "
     "matches."
 )
@@ -168,43 +162,41 @@ PLUGIN_REMEDIES = (
     "call raises BlockingIOError."
 )
 PLUGIN_HEADER = "urandom-shim: every test runs under {runs} with an unready kernel CRNG (simulated){bound}"
-PROJECT_CONFIGURED_POLICY = "the project's configured policy"
-WAITED_WAITED_F_PLUGIN_BOUND = "waited {waited:.1f} s (the plugin's bound) for"
+PLUGIN_CONFIGURED_POLICY = "the project's configured policy"
+PLUGIN_WAITED_THE_BOUND = "waited {waited:.1f} s (the plugin's bound) for"
 PLUGIN_WAIT_ENDED = (
     "urandom-shim: a call for randomness {waited_for} the simulated kernel CRNG: {why} (under {under}, from "
     "{origin}). {remedies}"
 )
 RULE_PYTEST_CONFIG_FILE = "pytest: the directory of its configuration file, {inipath}"
-URANDOM_SHIM_URANDOM_TIMEOUT_INI = (
+PLUGIN_TIMEOUT_WITHOUT_POLICY = (
     "urandom-shim: --urandom-timeout (or the ini key urandom_timeout) applies only to the whole-suite mode of "
     "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
 )
-ORIGIN_GOT_UNKNOWN_OPTION_UNKNOWN = "{origin} got unknown option(s) {unknown}; valid: {listed}"
-SYSTEM_RNG_READY_AFTER_HAS = "system_rng.ready_after() has not made it ready yet"
-MARKER_TAKES_AT_MOST_ONE = (
+PLUGIN_UNKNOWN_OPTIONS = "{origin} got unknown option(s) {unknown}; valid: {listed}"
+PLUGIN_TIMER_PENDING = "system_rng.ready_after() has not made it ready yet"
+PLUGIN_MARKER_POSITIONALS = (
     "{marker} takes at most one positional argument, the policy; got {count}: {listed}. Give the options by name, "
     "as in @pytest.mark.urandom('pep524', timeout=2)."
 )
-NO_OTHER_THREAD_TEST_HAS = "no other thread of the test has called system_rng.ready()"
-NOTHING_TEST_WILL_EVER_MAKE = "nothing in this test will ever make it ready"
-MARKER_GOT_POLICY_TWICE_POSITION = "{marker} got the policy twice, by position and as policy="
+PLUGIN_NO_THREAD_MADE_READY = "no other thread of the test has called system_rng.ready()"
+PLUGIN_NOTHING_MAKES_READY = "nothing in this test will ever make it ready"
+PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy="
 
 
 # -- the command line (_cli) -----------------------------------------------------------------------------------------
 
 WAIT_LIVE_LINE = "urandom-shim wait: kernel CRNG {word} after {value:.1f} s{tail}"
-GIVE_MODULE_NOT_BOTH = "give --for or --module, not both"
+CHECK_FOR_AND_MODULE = "give --for or --module, not both"
 WAIT_TIMED_OUT = (
     "wait: the kernel's random number generator was still not ready after {timeout:g} s (--timeout); exit status "
     "1. To end the wait, {entropy_hint}.{simulation_note}"
 )
 NOT_SECONDS = "{text!r} is not a number of seconds; expected a finite number >= 0"
-CHOOSE_COMMAND_STATUS_CHECK_WAIT = "choose a command: status, check, wait, run or simulate"
+NO_COMMAND = "choose a command: status, check, wait, run or simulate"
 NOT_SECONDS_OR_NONE = "{text!r} is not a number of seconds; expected a finite number >= 0, or 'none'"
-MISSING_BEFORE_COMMAND_GIVEN_WRITE = (
-    "missing '--' before the command{given}; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
-)
-COMMAND_ARE_ONLY_RUN_SIMULATE = "'--' and a command are only for run and simulate, not {subcommand}"
+MISSING_DOUBLE_DASH = "missing '--' before the command{given}; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
+DOUBLE_DASH_NOT_TAKEN = "'--' and a command are only for run and simulate, not {subcommand}"
 CLI_INTERNAL_ERROR = (
     "urandom-shim: internal error in `{prog} {subcommand}` ({name}: {exc}); rerun with URANDOM_SHIM_DEBUG=1 for "
     "the traceback, and please report it.\n"
@@ -212,7 +204,7 @@ CLI_INTERNAL_ERROR = (
 WAIT_SIMULATED = " (simulated by {variable}={spec})"
 WAIT_ENTROPY = ", entropy_avail {entropy} bits"
 WAIT_STATE_UNKNOWN = "state unknown (counts as ready)"
-UNREADY_UNTIL_FILE_UNREADY_UNTIL = (
+SIMULATE_FILE_MISSING = (
     "--unready-until-file {unready_until_file!r} does not exist, so the simulated CRNG would be ready from the "
     "start; create the file first, and delete it to make the CRNG ready"
 )
@@ -231,7 +223,7 @@ WAITING = (
     "URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {entropy_hint}.{simulation_note}"
 )
 BAD_TIMEOUT_NUMBER = "timeout must be a number of seconds >= 0 or None, not {seconds!r}"
-BLOCK_FALSE_NEVER_WAITS_TAKES = "block=False never waits, so it takes no timeout"
+URANDOM_BLOCK_FALSE_WITH_TIMEOUT = "block=False never waits, so it takes no timeout"
 URANDOM_BLOCK_FALSE_REFUSED = (
     "urandom_shim.urandom({size}, block=False) was called before the kernel's random number generator was "
     "initialised. Call it without block=False to wait, or call secrets.wait_for_system_rng() "
@@ -246,20 +238,20 @@ BAD_TIMEOUT_ARGUMENT = "timeout must be a number of seconds >= 0 or None, not {t
 
 # -- run and simulate (_launch) --------------------------------------------------------------------------------------
 
-NAME_COMMAND_NOT_FOUND_SEARCHED = "{name}: command not found (searched PATH)"
-SUBCOMMAND_GIVEN_WOULD_ALLOW_WEAK = (
+COMMAND_NOT_FOUND = "{name}: command not found (searched PATH)"
+RUN_BELOW_FLOOR = (
     "{subcommand}: {given} would allow weak bytes, but the floor set by {found} forbids them, so the command gets "
     "{used} instead while the CRNG is not ready."
 )
-RUN_BOOTSTRAP_DIRECTORY_MISSING_FROM = (
+RUN_NO_BOOTSTRAP = (
     "run: the bootstrap directory is missing from this installation, so only interpreters that have urandom-shim "
     "installed will apply these settings; reinstall urandom-shim to fix it."
 )
-SUBCOMMAND_URANDOM_SHIM_DISABLE_DISABLE = (
+RUN_KILL_SWITCH = (
     "{subcommand}: URANDOM_SHIM_DISABLE={disable!r} is set, so {command} runs without the shim; unset it to apply "
     "these settings."
 )
-BAD_INTERPRETER_LINE_REASON = "bad interpreter in its #! line: {reason}"
+RUN_BAD_INTERPRETER = "bad interpreter in its #! line: {reason}"
 
 
 # -- the engine (_activation) ----------------------------------------------------------------------------------------
@@ -286,7 +278,7 @@ FALLBACK_AFTER_TIMEOUT = (
 BAD_SIMULATION = (
     "environment variable {env}={spec!r} is not a simulation; {exc}; ignoring it, so this process sees the real kernel."
 )
-EXPECTED_ONE_LISTED_WITH_SECONDS = "expected one of {listed} with SECONDS a finite number >= 0"
+SIMULATION_FORMS = "expected one of {listed} with SECONDS a finite number >= 0"
 SIMULATION_PATH_WITHOUT_DIRECTORY = (
     "environment variable {env}={spec!r} names a relative path, and the current directory no longer exists, so the "
     "file can't be found; ignoring it, so this process sees the real kernel. Give the file as an absolute path."
@@ -300,10 +292,10 @@ NOT_ACTIVE = "not active in this interpreter: {inactive_reason}."
 
 # -- readiness (_readiness) ------------------------------------------------------------------------------------------
 
-INTERNAL_ERROR_WHILE_SWITCHING_READY = "internal error while switching to the ready state ({name}: {exc}); continuing."
+READY_LISTENER_FAILED = "internal error while switching to the ready state ({name}: {exc}); continuing."
 
 
 # -- the wrappers (_activation) ----------------------------------------------------------------------------------------
 
 URLLIB_DIGEST_AUTH = "urllib.request's HTTP digest authentication"
-COULD_NOT_CHECK_MODULE_MODULE = "could not check module {module!r} for aliases of os.urandom ({name}: {exc})."
+ALIAS_SCAN_FAILED = "could not check module {module!r} for aliases of os.urandom ({name}: {exc})."

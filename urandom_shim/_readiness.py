@@ -106,7 +106,7 @@ def _mark_ready() -> None:
         except Exception as exc:  # noqa: BLE001 - a listener must not turn a random call into a crash
             from ._messages import emit
 
-            emit(_messages.INTERNAL_ERROR_WHILE_SWITCHING_READY.format(name=type(exc).__name__, exc=exc))
+            emit(_messages.READY_LISTENER_FAILED.format(name=type(exc).__name__, exc=exc))
 
 
 def reset() -> None:

@@ -158,7 +158,7 @@ def _urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | 
     if size < 0:
         return ValueError("negative argument not allowed")
     if timeout is not None and block is False:
-        return ValueError(_messages.BLOCK_FALSE_NEVER_WAITS_TAKES)
+        return ValueError(_messages.URANDOM_BLOCK_FALSE_WITH_TIMEOUT)
     try:
         timeout = checked_timeout(timeout)
     except ValueError as exc:

@@ -107,7 +107,7 @@ def parse(spec: str) -> Simulation:
                 deadline = time.monotonic() + seconds
                 return Simulation(f"unready-until-monotonic:{deadline!r}", deadline=deadline)
             return Simulation(spec, deadline=seconds)
-    raise InvalidSimulation(_messages.EXPECTED_ONE_LISTED_WITH_SECONDS.format(listed=", ".join(FORMS)))
+    raise InvalidSimulation(_messages.SIMULATION_FORMS.format(listed=", ".join(FORMS)))
 
 
 def problem(spec: str, exc: InvalidSimulation) -> str:

@@ -142,9 +142,9 @@ def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | 
     if isinstance(exc, (FileNotFoundError, NotADirectoryError)):  # absent, or a path through a file: not there
         return f"{label}: the file does not exist; {ending}" if required else None
     if isinstance(exc, IsADirectoryError):
-        return _messages.LABEL_DIRECTORY_NOT_TOML_FILE.format(label=label, ending=ending)
+        return _messages.FILE_IS_A_DIRECTORY.format(label=label, ending=ending)
     if isinstance(exc, PermissionError):
-        return _messages.LABEL_PERMISSION_DENIED_WHILE_READING.format(label=label, ending=ending)
+        return _messages.FILE_PERMISSION_DENIED.format(label=label, ending=ending)
     # A symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error; or ValueError for a name with a NUL.
     reason = getattr(exc, "strerror", None) or exc
     return f"{label}: cannot be read ({reason}); {ending}"
@@ -162,7 +162,7 @@ def check_file(path: str, label: str) -> str | None:
 
 def _too_big(data: bytes, label: str, ending: str) -> str | None:
     if len(data) > MAX_BYTES:
-        return _messages.LABEL_LARGER_THAN_VALUE_KIB.format(label=label, value=MAX_BYTES // 1024, ending=ending)
+        return _messages.FILE_TOO_LARGE.format(label=label, kib=MAX_BYTES // 1024, ending=ending)
     return None
 
 
@@ -179,11 +179,11 @@ def parse_toml(data: bytes, label: str, ending: str = IGNORED) -> tuple[dict[str
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, _messages.LABEL_NOT_UTF_BYTE_START.format(label=label, start=exc.start, ending=ending)
+        return None, _messages.FILE_NOT_UTF8.format(label=label, start=exc.start, ending=ending)
     try:
         return _loads(text), None
     except ImportError:
-        return None, _messages.LABEL_CANNOT_READ_BECAUSE_TOMLI.format(label=label, ending=ending)
+        return None, _messages.TOMLI_MISSING.format(label=label, ending=ending)
     except Exception as exc:  # noqa: BLE001 - tomllib.TOMLDecodeError, and anything a broken parser raises
         return None, f"{label}: is not valid TOML ({clip(str(exc), 160)}); {ending}"
 
@@ -403,7 +403,7 @@ def invocation(argv: object = None) -> Invocation:
 
 
 def _invocation(argv: object = None) -> Invocation:
-    gone = _messages.CURRENT_DIRECTORY_NO_LONGER_EXISTS
+    gone = _messages.CWD_GONE
     cwd: str | None = None
     recorded = getattr(sys, "_urandom_shim_invocation", None) if argv is None else None
     if isinstance(recorded, tuple) and len(recorded) == 2:
@@ -422,10 +422,10 @@ def _invocation(argv: object = None) -> Invocation:
         argv = None
     if not isinstance(argv, list) or not argv:
         what = "missing" if argv is None else ("empty" if argv == [] else f"not a list ({type(argv).__name__})")
-        return Invocation(cwd, None, _messages.SYS_ARGV_WHAT_LOOKING_PYPROJECT.format(what=what))
+        return Invocation(cwd, None, _messages.ARGV_NOT_A_LIST.format(what=what))
     first = argv[0]
     if not isinstance(first, str):
-        return Invocation(cwd, None, _messages.SYS_ARGV_FIRST_R_NOT.format(first=first, cwd=cwd))
+        return Invocation(cwd, None, _messages.ARGV0_NOT_A_STRING.format(first=first, cwd=cwd))
     if first == "-m":
         module = _module_from_command_line()
         return module_invocation(module, cwd, module, f"-m {module}")
@@ -442,7 +442,7 @@ def _invocation(argv: object = None) -> Invocation:
         return Invocation(
             os.path.dirname(script),
             program,
-            _messages.SYS_ARGV_NAMES_FIRST_R.format(first=first, dirname=os.path.dirname(script)),
+            _messages.ARGV0_MISSING.format(first=first, dirname=os.path.dirname(script)),
             rule=_messages.RULE_SCRIPT,
         )
     target = launcher_target(script)
@@ -466,12 +466,10 @@ def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
         except PermissionError:
             return (
                 None,
-                _messages.CANNOT_LOOK_PYPROJECT_TOML_DIRECTORY.format(directory=directory),
+                _messages.PROJECT_SEARCH_DENIED.format(directory=directory),
             )
         except OSError as exc:  # a symlink loop, an I/O error: the nearest pyproject exists but is unusable
-            return None, _messages.CANDIDATE_CANNOT_READ_VALUE_IGNORING.format(
-                candidate=candidate, value=exc.strerror or exc
-            )
+            return None, _messages.PYPROJECT_UNREADABLE.format(candidate=candidate, reason=exc.strerror or exc)
         else:
             return candidate, None
         parent = os.path.dirname(directory)
@@ -539,11 +537,11 @@ def read_pyproject(path: str) -> Layer | None:
         missed = near_miss(document)
         if missed is None:
             return None
-        layer.problems.append(_messages.PATH_HAS_TABLE_TOOL_MISSED.format(path=path, missed=missed))
+        layer.problems.append(_messages.NEAR_MISS_TABLE.format(path=path, missed=missed))
         return layer
     if not isinstance(table, dict):
         layer.problems.append(
-            _messages.LABEL_NAME_TABLE_BUT_MUST.format(label=label, name=type(table).__name__, table=shorten(table))
+            _messages.TABLE_NOT_A_TABLE.format(label=label, name=type(table).__name__, table=shorten(table))
         )
         return layer
     layer.values = dict(table)

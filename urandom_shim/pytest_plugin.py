@@ -118,9 +118,7 @@ class _TestState:
         if unknown:
             valid = ("policy", "unready", *OPTIONS) if self.origin == MARKER else ("policy", *OPTIONS)
             raise TypeError(
-                _messages.ORIGIN_GOT_UNKNOWN_OPTION_UNKNOWN.format(
-                    origin=self.origin, unknown=unknown, listed=", ".join(valid)
-                )
+                _messages.PLUGIN_UNKNOWN_OPTIONS.format(origin=self.origin, unknown=unknown, listed=", ".join(valid))
             )
         overrides = dict(options, policy=policy) if policy is not None else dict(options)
         self._activation.apply(overrides, self.origin)  # a bad value raises here, before anything has changed
@@ -157,16 +155,16 @@ class _TestState:
         if timeout is not None and timeout <= WAIT_BOUND:
             return  # the wait ends by itself (BlockingIOError, or a fallback)
         if any(timer.is_alive() for timer in self.timers):
-            bound, why = WAIT_BOUND, _messages.SYSTEM_RNG_READY_AFTER_HAS
+            bound, why = WAIT_BOUND, _messages.PLUGIN_TIMER_PENDING
         elif self.handle_given and threading.active_count() > 1:
-            bound, why = WAIT_BOUND, _messages.NO_OTHER_THREAD_TEST_HAS
+            bound, why = WAIT_BOUND, _messages.PLUGIN_NO_THREAD_MADE_READY
         else:
-            bound, why = 0.0, _messages.NOTHING_TEST_WILL_EVER_MAKE
+            bound, why = 0.0, _messages.PLUGIN_NOTHING_MAKES_READY
         if waited < bound:
             return
         policy = (self.overrides or {}).get("policy")
-        under = f"policy {policy!r}" if policy else _messages.PROJECT_CONFIGURED_POLICY
-        waited_for = _messages.WAITED_WAITED_F_PLUGIN_BOUND.format(waited=waited) if bound else "would wait forever for"
+        under = f"policy {policy!r}" if policy else _messages.PLUGIN_CONFIGURED_POLICY
+        waited_for = _messages.PLUGIN_WAITED_THE_BOUND.format(waited=waited) if bound else "would wait forever for"
         pytest.fail(
             _messages.PLUGIN_WAIT_ENDED.format(
                 waited_for=waited_for, why=why, under=under, origin=self.origin, remedies=REMEDIES
@@ -271,14 +269,14 @@ def _urandom_shim_marker(request: pytest.FixtureRequest) -> Iterator[None]:
         options = dict(marker.kwargs)
         if len(marker.args) > 1:
             pytest.fail(
-                _messages.MARKER_TAKES_AT_MOST_ONE.format(
+                _messages.PLUGIN_MARKER_POSITIONALS.format(
                     marker=MARKER, count=len(marker.args), listed=", ".join(repr(a) for a in marker.args)
                 ),
                 pytrace=False,
             )
         if marker.args:
             if "policy" in options:
-                pytest.fail(_messages.MARKER_GOT_POLICY_TWICE_POSITION.format(marker=MARKER), pytrace=False)
+                pytest.fail(_messages.PLUGIN_POLICY_TWICE.format(marker=MARKER), pytrace=False)
             options["policy"] = marker.args[0]
         unready = options.pop("unready", True)
         policy = options.pop("policy", None)
@@ -334,7 +332,7 @@ def pytest_configure(config: pytest.Config) -> None:
     policy = _suite_policy(config)
     timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
     if policy is None and timeout:
-        raise pytest.UsageError(_messages.URANDOM_SHIM_URANDOM_TIMEOUT_INI)
+        raise pytest.UsageError(_messages.PLUGIN_TIMEOUT_WITHOUT_POLICY)
     if policy is not None:
         from ._config import KEYS, InvalidValue
 
