@@ -170,8 +170,6 @@ def ready_hook_find_spec(
     """Called by ``_urandom_shim_boot`` (a meta path finder on the ready path) when ``secrets`` is imported: swap it
     for the real post-import hook, which adds ``secrets.wait_for_system_rng`` to this and every later ``secrets``
     (a reload, or an import after ``del sys.modules['secrets']``)."""
-    import sys
-
     while stub in sys.meta_path:
         sys.meta_path.remove(stub)
     add_wait_for_system_rng()
