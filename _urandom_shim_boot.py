@@ -67,6 +67,8 @@ _OURS = (
     b"URANDOM_SHIM_SEED_RANDOM_INSTANCES",
     b"URANDOM_SHIM_TIMEOUT",
     b"URANDOM_SHIM_WARN_AFTER",
+    b"URANDOM_SHIM_MODE",
+    b"URANDOM_SHIM_EVENTS",
     b"URANDOM_SHIM_CONFIG",
     b"URANDOM_SHIM_HASHSEED",
 )
@@ -97,9 +99,16 @@ def _check_variables() -> None:
         (b"URANDOM_SHIM_SEED_RANDOM_INSTANCES", ("nonblocking", "policy")),
         (b"URANDOM_SHIM_TIMEOUT", None),  # seconds
         (b"URANDOM_SHIM_WARN_AFTER", None),
+        (b"URANDOM_SHIM_MODE", ("enforce", "report")),
+        (b"URANDOM_SHIM_EVENTS", ()),  # an absolute path
     ):
         value = _variable(name)
         if value is None or value in (choices or ("none",)):
+            continue
+        if choices == ():
+            valid = value[0] == "/" and len(value) <= 1024
+            if not valid:
+                break
             continue
         try:
             valid = choices is None and 0 <= float(value) < float("inf")  # false for nan too

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -365,6 +366,31 @@ def machine_file_in_etc() -> Any:
         )
 
     return run
+
+
+#: A line of stderr that is one event of the shim's (urandom_shim._events): a decision made while the CRNG was unready.
+EVENT_LINE = re.compile(
+    r"^urandom-shim: (report-only: )?.+ called from .+ before the kernel CRNG was ready( \(simulated\))?, "
+    r"\d+\.\d\d s after boot: "
+)
+
+
+def events_in(stderr: str) -> list[str]:
+    """The event lines of ``stderr``, shortened to what a test can compare: the call, the caller's file name (not
+    its directory) and line, and what happened, without the time."""
+    found = []
+    for text in stderr.splitlines():
+        if EVENT_LINE.match(text):
+            head, _, tail = text.partition(" before the kernel CRNG was ready")
+            call, _, caller = head[len("urandom-shim: ") :].rpartition(" called from ")
+            done = tail.split(" s after boot: ", 1)[1]
+            found.append(f"{call} @ {os.path.basename(caller)}: {done}")
+    return found
+
+
+def without_events(stderr: str) -> str:
+    """``stderr`` without the shim's event lines: what else the process printed."""
+    return "".join(text for text in stderr.splitlines(keepends=True) if not EVENT_LINE.match(text))
 
 
 def window(seconds: float) -> tuple[str, float]:

@@ -94,7 +94,7 @@ def test_version_prints_the_package_version(capsys: pytest.CaptureFixture[str]) 
 def test_no_command_is_a_usage_error_that_names_the_commands(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, err = run_main(capsys)
     assert code == 2 and out == ""
-    assert err.splitlines()[-1] == "urandom-shim: error: choose a command: status, check, wait, run or simulate"
+    assert err.splitlines()[-1] == "urandom-shim: error: choose a command: status, check, wait, run, simulate or report"
 
 
 def test_unknown_command_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
@@ -291,7 +291,12 @@ def test_check_lists_every_source_and_what_it_contributed(
     ]
     assert sources[f"{tmp_path / 'machine.toml'} (machine file)"] == ["warn_after = 2"]
     assert sources[f"{tmp_path / 'xdg' / 'urandom-shim' / 'config.toml'} (user file)"] == ["absent"]
-    assert sources["default"] == ["on_timeout = 'raise'", "seed_random_instances = 'nonblocking'"]
+    assert sources["default"] == [
+        "mode = 'enforce'",
+        "on_timeout = 'raise'",
+        "seed_random_instances = 'nonblocking'",
+        "events = none",
+    ]
     assert next(iter(sources)) == "environment variable URANDOM_POLICY"
     assert list(sources)[-1] == "default"
     assert report["clean"] is True and report["problems"] == []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DRIVER, ROOT, Venv, clean_env, make_editable_venv
+from conftest import DRIVER, ROOT, Venv, clean_env, events_in, make_editable_venv, without_events
 from test_matrix import SITES, assert_window_outcome, best_effort_reads, expected
 
 from urandom_shim._policies import BEST_EFFORT, POLICIES, SECRETS, SEED_INSTANCE, SEED_NEW, URANDOM
@@ -202,7 +202,10 @@ def test_run_in_debians_python_chains_to_the_distro_sitecustomize_exactly_once(s
         assert not report["bootstrap_on_path"] and not report["home_on_path"]
     pids = program_runs(counter)
     assert len(pids) == 2 and len(set(pids)) == 2, f"the distro sitecustomize ran in {pids}, not once in each process"
-    assert result.stderr == ""
+    assert without_events(result.stderr) == ""
+    assert [event.split(": ", 1)[1] for event in events_in(result.stderr)] == [
+        "raised BlockingIOError under policy 'pep522' (from environment variable URANDOM_POLICY)."
+    ] * 2
 
 
 def test_run_in_debians_python_applies_the_policy_on_the_real_kernel(shim: Venv, tmp_path: Path) -> None:
@@ -242,7 +245,8 @@ def test_run_in_a_venv_without_the_shim_bootstraps_it_and_chains_to_the_users_si
         assert not report["bootstrap_on_path"] and not report["home_on_path"]
     pids = program_runs(counter)
     assert len(pids) == 2 and len(set(pids)) == 2, f"the user's sitecustomize ran in {pids}, not once in each process"
-    assert result.stderr == ""
+    assert without_events(result.stderr) == ""
+    assert len(events_in(result.stderr)) == 2, result.stderr  # one os.urandom() in each process
 
 
 def test_run_where_the_pth_already_ran_does_not_activate_twice(shim: Venv, tmp_path: Path) -> None:
@@ -437,7 +441,8 @@ def test_bootstrap_reached_twice_through_other_spellings_still_chains_once(
     env = {"PYTHONPATH": pythonpath, "COUNTER": str(counter)}
     argv = [cli(shim), "simulate", "--unready-forever", "--policy", "pep522", "--", str(bare.python), "-c", REPORT]
     result = run(argv, env=env)
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.returncode == 0 and without_events(result.stderr) == "", result.stderr
+    assert len(events_in(result.stderr)) == 1, result.stderr
     (report,) = reports(result.stdout)
     assert report["site"] == str(directory / "sitecustomize.py")
     assert report["by"] == "bootstrap" and report["outcome"] == "raised"

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import ROOT, Venv, clean_env, window
+from conftest import ROOT, Venv, clean_env, events_in, window, without_events
 
 APPS = Path(__file__).resolve().parent / "apps"
 UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
@@ -54,7 +54,12 @@ def test_an_init_script_finishes_at_once_under_every_policy_while_unready(
     began = time.monotonic()
     result = shim.run(str(APPS / "init_script.py"), str(payload), env={"URANDOM_POLICY": policy, **UNREADY})
     took = time.monotonic() - began
-    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.returncode == 0 and without_events(result.stderr) == "", result.stderr
+    # It seeds `random` (at import, and tempfile's name generator), from best-effort bytes: one line each, no wait.
+    calls = {event.split(": ", 1)[0] for event in events_in(result.stderr)}
+    expected = {"import random @ init_script.py:7", "Random() seeding @ init_script.py:15"}
+    assert calls == (set() if policy == "native" else expected), result.stderr
+    assert all("without waiting" in e or "more such calls" in e for e in events_in(result.stderr)), result.stderr
     digest, inside = result.stdout.split()
     assert digest == hashlib.md5(payload.read_bytes()).hexdigest()
     # A script that waited would wait forever (unready-forever): 3 s inside is room for a loaded machine.
@@ -219,7 +224,7 @@ def test_dev_mode_and_warnings_as_errors_see_no_warning_from_the_shim_or_its_cli
     env = {"URANDOM_POLICY": "legacy", **STATES[state]}
     code = "import random, secrets, tempfile; secrets.token_hex(); random.random(); tempfile.mkstemp(); " + STATUS
     result = shim.run("-c", code, env=env, flags=("-X", "dev", "-W", "error"))
-    assert result.returncode in (0, 1) and result.stderr == "", result.stderr
+    assert result.returncode in (0, 1) and without_events(result.stderr) == "", result.stderr
     assert json.loads(result.stdout)["active"] is True
 
 
@@ -255,7 +260,10 @@ def test_a_zipapp_gets_its_policy_from_the_pyproject_beside_it(
     (tmp_path / "pyproject.toml").write_text(f'[tool.urandom-shim]\npolicy = "{policy}"\n')
     result = shim.run(str(app), env=UNREADY)
     assert result.stdout == expected + "\n", result.stderr
-    assert result.stderr == ""
+    assert without_events(result.stderr) == ""
+    done = "raised BlockingIOError" if policy == "pep522" else "used best-effort bytes without waiting"
+    source = f"(from {tmp_path / 'pyproject.toml'} [tool.urandom-shim])."
+    assert events_in(result.stderr) == [f"os.urandom(16) @ __main__.py:3: {done} under policy '{policy}' {source}"]
 
 
 def test_a_zipapp_made_by_the_zipapp_module_runs_and_matches_a_program_rule(shim: Venv, tmp_path: Path) -> None:

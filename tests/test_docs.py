@@ -494,9 +494,9 @@ def test_every_message_in_the_catalogue_is_on_the_message_page() -> None:
     assert not missing, "not on docs/reference/messages.md:\n" + "\n".join(missing)
 
 
-#: The modules whose prose is not messages: the text of `status` and `check` reports (documented with the
-#: command line) and the policies' one-line summaries. The catalogue itself is the third.
-REPORT_TEXT = ("_render.py", "_report.py", "_policies.py", "_messages.py")
+#: The modules whose prose is not messages: the text of the `status`, `check` and `report` reports (documented with
+#: the command line) and the policies' one-line summaries. The catalogue itself is the last.
+REPORT_TEXT = ("_render.py", "_report.py", "_eventreport.py", "_bootlog.py", "_policies.py", "_messages.py")
 
 
 def test_no_message_lives_outside_the_catalogue() -> None:
@@ -605,6 +605,8 @@ def test_activate_says_its_option_defaults_come_from_the_configuration() -> None
         "on_timeout": "<from configuration>",
         "warn_after": "<from configuration>",
         "seed_random_instances": "<from configuration>",
+        "mode": "<from configuration>",
+        "events": "<from configuration>",
     }
 
 

@@ -559,7 +559,8 @@ def boot(monkeypatch: pytest.MonkeyPatch) -> Any:
 def quick_check_reports(boot: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any, variable: str, value: str) -> bool:
     """Whether the start-up module's own check of the variables (the ready path's) reports ``variable=value``."""
     for name in ("URANDOM_POLICY", "URANDOM_SHIM_TIMEOUT", "URANDOM_SHIM_ON_TIMEOUT", "URANDOM_SHIM_WARN_AFTER",
-                 "URANDOM_SHIM_SEED_RANDOM_INSTANCES", "URANDOM_SHIM_CONFIG"):  # fmt: skip
+                 "URANDOM_SHIM_SEED_RANDOM_INSTANCES", "URANDOM_SHIM_MODE", "URANDOM_SHIM_EVENTS",
+                 "URANDOM_SHIM_CONFIG"):  # fmt: skip
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv(variable, value)
     capsys.readouterr()
@@ -580,6 +581,16 @@ def test_the_start_up_modules_quick_check_agrees_with_the_parsers(
         "URANDOM_SHIM_SEED_RANDOM_INSTANCES": [*_policies.SEED_CHOICES, "block"],
         "URANDOM_SHIM_TIMEOUT": ["0", "2.5", "none", "1e308", "-1", "nan", "inf", "1e999", "x", " 5", "5 ", "", HUGE],
         "URANDOM_SHIM_WARN_AFTER": ["5", "none", "None", "-0.5"],
+        "URANDOM_SHIM_MODE": [*_policies.MODE_CHOICES, "Report", "report-only", "enforce "],
+        "URANDOM_SHIM_EVENTS": [
+            "/run/urandom-shim/events.jsonl",
+            "none",
+            "events.jsonl",
+            "./e",
+            "/" + "x" * 1023,
+            "/" + "x" * 1024,
+            "None",
+        ],
         "URANDOM_SHIM_CONFIG": [__file__, "/missing.toml", "/"],
     }
     assert set(samples) == {key.variable for key in _config.KEYS.values()} | {"URANDOM_SHIM_CONFIG"}

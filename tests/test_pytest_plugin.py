@@ -427,7 +427,7 @@ def test_marker_and_fixture_mistakes_name_themselves_and_the_valid_choices(
                 urandom_policy("pep522", polcy=1)
             assert str(info.value) == (
                 "urandom_policy() got unknown option(s) ['polcy']; valid: policy, timeout, on_timeout, warn_after, "
-                "seed_random_instances"
+                "seed_random_instances, mode, events"
             )
             with pytest.raises(ValueError, match=r"^urandom_policy\\(\\): policy='PEP522' is not valid"):
                 urandom_policy("PEP522")
@@ -445,7 +445,7 @@ def test_marker_and_fixture_mistakes_name_themselves_and_the_valid_choices(
     assert "urandom-shim: @pytest.mark.urandom: policy='PEP522' is not valid" in text
     assert (
         "urandom-shim: @pytest.mark.urandom got unknown option(s) ['polcy']; valid: policy, unready, timeout, "
-        "on_timeout, warn_after, seed_random_instances" in text
+        "on_timeout, warn_after, seed_random_instances, mode, events" in text
     )
     assert "@pytest.mark.urandom takes at most one positional argument, the policy; got 2: 'pep522', 'extra'." in text
 
@@ -477,3 +477,41 @@ def test_suite_mode_messages_name_the_option_and_the_header_tells_the_truth_unde
     header = [line for line in suite("--urandom-policy=legacy", "test_floor.py").outlines if "every test runs" in line]
     assert len(header) == 1 and "every test runs under policy 'pep524' (" in header[0], header
     assert "(allow_weak = false), instead of 'legacy' from --urandom-policy)" in header[0], header
+
+
+def test_report_only_runs_the_suite_as_native_and_ends_with_the_report(pytester: pytest.Pytester, suite: Any) -> None:
+    """The dry run of the testing how-to: the suite under pep522 in report mode passes, as it would under native,
+    and the summary says what pep522 would have broken, where."""
+    pytester.makepyfile(
+        test_keys="""
+        import os, secrets, subprocess, sys
+
+        def test_makes_a_key():
+            assert len(os.urandom(16)) == 16
+
+        def test_makes_a_token():
+            assert len(secrets.token_hex(8)) == 16
+
+        def test_a_child_process_is_reported_too():
+            code = "import os; os.urandom(4)"
+            assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+        """
+    )
+    result = suite("--urandom-policy=pep522", "--urandom-report-only")
+    result.assert_outcomes(passed=3)
+    result.stdout.fnmatch_lines(
+        [
+            "*report-only: every call behaves as native*",
+            "*= urandom-shim report =*",
+            "*os.urandom(16)*test_keys.py:4*the interpreter's own [[]report-only, pep522[]]*",
+            "*under pep522, 2 programs would raise BlockingIOError:*",
+        ]
+    )
+    assert "test_keys.py:7" in result.stdout.str()  # secrets: waits under pep522
+
+
+def test_report_only_needs_a_policy(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = suite("--urandom-report-only")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--urandom-report-only (or urandom_report_only) needs --urandom-policy*"])

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import sys
 from _thread import _local
+from time import monotonic
 
 from . import _config, _hashseed, _hooks, _messages, _patching, _readiness, _runtime, _simulation
 from ._messages import ENTROPY_HINT, bounded, emit
@@ -34,6 +35,10 @@ from ._policies import (
 )
 from ._runtime import REFUSAL, policy_phrase, refusal, simulation_note
 from ._state import state
+
+# What happened, as events name it (urandom_shim._events, which is loaded by the first event only).
+_UNTOUCHED, _WAITED, _RAISED, _BEST_EFFORT = "untouched", "waited", "raised", "best-effort"
+_TIMED_OUT_RAISED, _TIMED_OUT_BEST_EFFORT = "timed-out-raised", "timed-out-best-effort"
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -57,7 +62,8 @@ class Engine:
     # -- install and undo ----------------------------------------------------------------------------------------
 
     def engage(self, reseed_loaded_random: bool = True) -> None:
-        """Install the policy, unless the CRNG is already ready (then nothing needs changing).
+        """Install the policy, unless the CRNG is already ready (then nothing needs changing). In report mode the
+        wrappers go in under every policy, ``native`` included, to record what the policy would do.
 
         ``random._inst`` was seeded from time and pid if ``random`` was imported while the CRNG was unready; it is
         reseeded from the kernel when ``random`` is imported (or reloaded) after this, and, with
@@ -67,7 +73,8 @@ class Engine:
         Every patched module stays watched while the policy is installed: a reload, or an import after
         ``del sys.modules[name]``, runs its code again, and the patch goes back on.
         """
-        if self.engaged or self.settings.policy_value is NATIVE or _readiness.is_ready():
+        settings = self.settings
+        if self.engaged or (settings.policy_value is NATIVE and not settings.reporting) or _readiness.is_ready():
             return
         self.engaged = True
         self.patcher = patcher = _patching.Patcher()
@@ -159,40 +166,68 @@ class Engine:
         site = SEED_INSTANCE if is_module_instance else SEED_NEW
         call = "random.seed(None)" if is_module_instance else f"{type(instance).__name__}() seeding"
         todo = action(self.settings.policy_value, site, str(self.settings.seed_random_instances.value))
-        if todo == UNTOUCHED:
+        if self.settings.reporting or todo == UNTOUCHED:
+            self._event(site, call, _UNTOUCHED, todo)
             return None
         if todo == BEST_EFFORT:
+            self._event(site, call, _BEST_EFFORT, todo)
             return _best_effort_seed_or_none()
         if todo == RAISE:
+            self._event(site, call, _RAISED, todo)
             raise self._not_ready_error(call)
         assert todo == WAIT
+        start = monotonic()
         if self._wait(call):
+            self._event(site, call, _WAITED, todo, monotonic() - start)
             return None
-        return _best_effort_seed_or_none() if self._fallback(call) else None
+        self._timed_out(site, call, todo, monotonic() - start)
+        return _best_effort_seed_or_none()
 
     def reseed_module_instance(self, random_module: ModuleType) -> None:
         """``import random`` seeded ``random._inst`` from time and pid (bpo-32580): reseed from the kernel."""
         inst = getattr(random_module, "_inst", None)
         todo = action(self.settings.policy_value, SEED_INSTANCE)
-        if inst is not None and todo == BEST_EFFORT and not _readiness.is_ready():
-            seed = _best_effort_seed_or_none()
-            if seed is not None:
-                inst.seed(seed)
+        if inst is None or _readiness.is_ready():
+            return
+        if self.settings.reporting or todo != BEST_EFFORT:
+            self._event(SEED_INSTANCE, "import random", _UNTOUCHED, todo)
+            return
+        seed = _best_effort_seed_or_none()
+        if seed is not None:
+            self._event(SEED_INSTANCE, "import random", _BEST_EFFORT, todo)
+            inst.seed(seed)
 
     # -- the actions -------------------------------------------------------------------------------------------------
 
     def _perform(self, site: str, call: str, size: int, native: Callable[[], bytes]) -> bytes:
         todo = action(self.settings.policy_value, site)
-        if todo == UNTOUCHED:
-            return native()
+        if self.settings.reporting or todo == UNTOUCHED:  # the interpreter's own code, timed
+            start = monotonic()
+            try:
+                return native()
+            finally:
+                self._event(site, call, _UNTOUCHED, todo, monotonic() - start)
         if todo == BEST_EFFORT:
+            self._event(site, call, _BEST_EFFORT, todo)
             return _readiness.best_effort_bytes(size)
         if todo == RAISE:
+            self._event(site, call, _RAISED, todo)
             raise self._not_ready_error(call)
         assert todo == WAIT
-        if self._wait(call) or not self._fallback(call):
+        start = monotonic()
+        if self._wait(call):
+            self._event(site, call, _WAITED, todo, monotonic() - start)
             return native()
+        self._timed_out(site, call, todo, monotonic() - start)
         return _readiness.best_effort_bytes(size)
+
+    def _event(self, site: str, call: str, done: str, would: str, waited: float = 0.0) -> None:
+        """Record one decision (:mod:`urandom_shim._events`, loaded by the first one)."""
+        try:
+            from . import _events
+        except Exception:  # noqa: BLE001 - at interpreter shutdown an import can fail; the call goes on
+            return
+        _events.record(self.settings, site, call, done, would, waited)
 
     def _wait(self, call: str) -> bool:
         """Wait as configured. True when ready; False when the timeout ran out."""
@@ -205,11 +240,13 @@ class Engine:
             warn=lambda elapsed: self._warn_waiting(call, elapsed),
         )
 
-    def _fallback(self, call: str) -> bool:
-        """After a timeout: True to return best-effort bytes (with one warning per call site), else raise."""
+    def _timed_out(self, site: str, call: str, todo: str, waited: float) -> None:
+        """After a timeout: raise, or return for best-effort bytes (with one warning per call site)."""
         settings = self.settings
         if settings.on_timeout.value != "fallback":
+            self._event(site, call, _TIMED_OUT_RAISED, todo, waited)
             raise self._timeout_error(call)
+        self._event(site, call, _TIMED_OUT_BEST_EFFORT, todo, waited)
         key = call.partition("(")[0]
         if key not in self.warned:
             self.warned.add(key)
@@ -222,7 +259,6 @@ class Engine:
                     entropy_hint=ENTROPY_HINT,
                 )
             )
-        return True
 
     def _warn_waiting(self, call: str, elapsed: float) -> None:
         _runtime.warn_waiting(self.settings, self.warned, call, elapsed)
@@ -460,13 +496,16 @@ def activate(
     on_timeout: str = _KEEP,
     warn_after: float | None = _KEEP,
     seed_random_instances: str = _KEEP,
+    mode: str = _KEEP,
+    events: str | None = _KEEP,
 ) -> Settings:
     """Apply a policy in this interpreter from now on, replacing any active one. Returns the effective settings.
 
     Settings you don't pass come from the configuration, as at start-up, and a floor (``allow_weak = false``) in
     the environment's or machine's file still applies. Patches are only installed while the CRNG is unready; when it
-    is ready this changes nothing but the settings reported. Raises ValueError for a bad value, naming it and the
-    valid choices.
+    is ready this changes nothing but the settings reported. ``mode="report"`` makes every call site behave as
+    ``native`` and records what the policy would do; ``events`` is the file events are also appended to. Raises
+    ValueError for a bad value, naming it and the valid choices.
     """
     given = {
         "policy": policy,
@@ -474,6 +513,8 @@ def activate(
         "on_timeout": on_timeout,
         "warn_after": warn_after,
         "seed_random_instances": seed_random_instances,
+        "mode": mode,
+        "events": events,
     }
     overrides = {k: v for k, v in given.items() if v is not _KEEP and not (k == "policy" and v is None)}
     return apply(overrides, "urandom_shim.activate()")

@@ -126,6 +126,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     return _launch.launch("run", args.command, env)
 
 
+def cmd_report(args: argparse.Namespace) -> int:
+    from . import _eventreport
+
+    path = args.events if args.events is not None else _eventreport.default_events_path()
+    report = _eventreport.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
+    if args.json:
+        _render.write_json(report)
+    else:
+        _render.write(_eventreport.lines(report))
+    return EXIT_PROBLEMS if args.fail_for is not None and _eventreport.fails(report, args.fail_for) else 0
+
+
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.unready_forever:
         spec = "unready-forever"
@@ -141,9 +153,39 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = f"unready-until-file:{path}"
     settings = _settings_from(args)
     _launch.note_floor("simulate", settings)
+    if settings.get("mode") == _policies.REPORT:
+        return _simulate_and_report(args, settings, spec)
     env = _launch.command_environment(settings, simulate=spec)
     _launch.start_without_waiting(args.command, env)
     return _launch.launch("simulate", args.command, env)
+
+
+def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spec: str) -> int:
+    """``simulate --report-only``: run the command as a child (its events, and its children's, go to a file), then
+    print the report on stderr. The exit status is the command's (128 + N for a signal, as a shell says)."""
+    import subprocess
+    import tempfile
+
+    from . import _eventreport
+
+    with tempfile.TemporaryDirectory(prefix="urandom-shim-report-") as directory:
+        settings.setdefault("events", os.path.join(directory, "events.jsonl"))
+        env = _launch.command_environment(settings, simulate=spec)
+        executable, code, message = _launch.find_command(args.command[0], env.get("PATH"))
+        if executable is None:
+            sys.stderr.write(f"{PROG} simulate: {message}\n")
+            return code
+        try:
+            status = subprocess.call([executable, *args.command[1:]], env=env)
+        except KeyboardInterrupt:
+            status = EXIT_INTERRUPTED
+        except OSError as exc:
+            sys.stderr.write(f"{PROG} {args.subcommand}: {executable}: cannot execute: {exc.strerror or exc}\n")
+            return EXIT_NOT_EXECUTABLE
+        report = _eventreport.gather(settings["events"], journal=False)
+    sys.stdout.flush()
+    sys.stderr.write("\n".join(_eventreport.lines(report)) + "\n")
+    return 128 - status if status < 0 else status
 
 
 # -- argument parsing ----------------------------------------------------------------------------------------------
@@ -241,11 +283,27 @@ examples:
 SIMULATE_HELP = """\
 Run CMD as if the kernel CRNG were not initialised yet, to see what an application does at early boot. The
 simulated state passes to child processes. The kernel is never touched and every byte still comes from it.
+With --report-only, CMD runs as native would and the report of what the policy would have done is printed at the
+end, on stderr; the exit status is CMD's.
 
 examples:
   urandom-shim simulate --unready-for 3 --policy pep524 -- python3 app.py
   urandom-shim simulate --unready-forever --policy pep522 -- python3 -c "import os; os.urandom(8)"
+  urandom-shim simulate --unready-forever --policy pep522 --report-only -- python3 -m pytest   # a dry run
   touch /tmp/unready; urandom-shim simulate --unready-until-file /tmp/unready -- ./start.sh   # rm it to end
+"""
+
+
+REPORT_HELP = """\
+Report which programs asked for randomness before the kernel CRNG was ready, from the events file (the `events`
+setting) and this boot's journal (the shim's lines, per unit), with `crng init done` from the kernel log. For each
+program: its first call, the call sites, what happened and what each policy would do; then a verdict per policy.
+It also lists the units whose Python interpreter waited for the CRNG before the shim could run (its hash-seed read).
+
+examples:
+  urandom-shim report
+  urandom-shim report --events /run/urandom-shim/events.jsonl --no-journal --json
+  urandom-shim report --fail-for pep522       # exit 1 if pep522 would break something
 """
 
 
@@ -271,6 +329,18 @@ def _add_settings(parser: argparse.ArgumentParser) -> None:
         dest="seed_random_instances",
         metavar="nonblocking|policy",
         type=_value_type("seed_random_instances", "choice"),
+    )
+    group.add_argument(
+        "--mode",
+        metavar="enforce|report",
+        type=_value_type("mode", "choice"),
+        help="report: behave as native and record what the policy would do",
+    )
+    group.add_argument(
+        "--report-only", dest="mode", action="store_const", const=_policies.REPORT, help="the same as --mode report"
+    )
+    group.add_argument(
+        "--events", metavar="PATH", type=_value_type("events", "path"), help="also append events to this file"
     )
 
 
@@ -332,7 +402,33 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     when.add_argument("--unready-forever", action="store_true", help="unready for as long as CMD runs")
     _add_settings(sub)
     subs["simulate"] = sub
+
+    sub = commands.add_parser(
+        "report", help="what asked for randomness before the CRNG was ready", description=REPORT_HELP
+    )
+    sub.add_argument(
+        "--events",
+        metavar="PATH",
+        help=f"the events file (default: the configured one, else {_events_default()} if it exists)",
+    )
+    source = sub.add_mutually_exclusive_group()
+    source.add_argument("--journal-file", metavar="PATH", help="a saved `journalctl -b -o json` instead of this boot's")
+    source.add_argument("--no-journal", action="store_true", help="read the events file only")
+    sub.add_argument(
+        "--fail-for",
+        metavar="POLICY",
+        type=_value_type("policy", "policy"),
+        help="exit 1 if under POLICY some program would raise or use weak bytes",
+    )
+    sub.add_argument("--json", action="store_true", help="print one JSON object")
+    subs["report"] = sub
     return parser, subs
+
+
+def _events_default() -> str:
+    from ._events import DEFAULT_FILE
+
+    return DEFAULT_FILE
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
@@ -341,6 +437,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "wait": cmd_wait,
     "run": cmd_run,
     "simulate": cmd_simulate,
+    "report": cmd_report,
 }
 TAKES_COMMAND = ("run", "simulate")
 

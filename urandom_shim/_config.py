@@ -11,6 +11,8 @@ reads the files.
 ``URANDOM_SHIM_ON_TIMEOUT``                ``raise`` or ``fallback``
 ``URANDOM_SHIM_WARN_AFTER``                seconds of waiting before one diagnostic, or ``none``
 ``URANDOM_SHIM_SEED_RANDOM_INSTANCES``     ``nonblocking`` or ``policy``
+``URANDOM_SHIM_MODE``                      ``enforce`` or ``report`` (report-only: behave as ``native``, record events)
+``URANDOM_SHIM_EVENTS``                    an absolute path: the JSON-lines file events are appended to, or ``none``
 =========================================  ==========================================================
 
 With ``-E`` or ``-I`` these variables are ignored, the way Python ignores its own ``PYTHON*`` variables.
@@ -27,6 +29,7 @@ import sys
 from . import _messages, _sources
 from ._policies import (
     BY_NAME,
+    MODE_CHOICES,
     ON_TIMEOUT_CHOICES,
     POLICIES,
     SEED_CHOICES,
@@ -44,6 +47,8 @@ ENV_TIMEOUT = "URANDOM_SHIM_TIMEOUT"
 ENV_ON_TIMEOUT = "URANDOM_SHIM_ON_TIMEOUT"
 ENV_WARN_AFTER = "URANDOM_SHIM_WARN_AFTER"
 ENV_SEED_RANDOM_INSTANCES = "URANDOM_SHIM_SEED_RANDOM_INSTANCES"
+ENV_MODE = "URANDOM_SHIM_MODE"
+ENV_EVENTS = "URANDOM_SHIM_EVENTS"
 ENV_CONFIG = "URANDOM_SHIM_CONFIG"
 ENV_MACHINE = "URANDOM_SHIM_MACHINE_CONFIG"
 ENV_DISABLE = "URANDOM_SHIM_DISABLE"
@@ -131,6 +136,21 @@ def parse_seconds_text(value: object) -> float | None:
     return parse_seconds(value)
 
 
+#: The longest events path: longer is a mistake, and every event would carry it.
+MAX_EVENTS_PATH = 1024
+
+
+def parse_events_path(value: object) -> str | None:
+    """The events file: an absolute path (every process of a boot appends to the same file, whatever its current
+    directory), or "none"."""
+    if value is None or value == "none":
+        return None
+    if not isinstance(value, str) or not value.startswith("/") or "\0" in value or len(value) > MAX_EVENTS_PATH:
+        hint = _messages.EVENTS_RELATIVE_HINT if isinstance(value, str) and value and value[0] != "/" else ""
+        raise InvalidValue(value, _messages.EXPECTED_EVENTS_PATH, hint)
+    return value
+
+
 def _parse_choice(values: tuple[str, ...]) -> Callable[[object], str]:
     def parse(value: object) -> str:
         if isinstance(value, str) and value in values:
@@ -179,6 +199,8 @@ KEYS: dict[str, Key] = {
         Key("on_timeout", variable=ENV_ON_TIMEOUT, parse=_parse_choice(ON_TIMEOUT_CHOICES)),
         Key("warn_after", variable=ENV_WARN_AFTER, parse=parse_seconds, parse_text=parse_seconds_text),
         Key("seed_random_instances", variable=ENV_SEED_RANDOM_INSTANCES, parse=_parse_choice(SEED_CHOICES)),
+        Key("mode", variable=ENV_MODE, parse=_parse_choice(MODE_CHOICES)),
+        Key("events", variable=ENV_EVENTS, parse=parse_events_path),
     )
 }
 

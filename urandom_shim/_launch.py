@@ -128,11 +128,13 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
 def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
     """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
     kernel's CRNG is unready and the command's policy allows weak bytes: ``legacy``, or ``on_timeout = "fallback"``
-    after waiting out its ``timeout`` here. Never under a floor, never over a seed the caller set, and never on a
-    ready kernel. See :mod:`urandom_shim._hashseed`. True if it did."""
+    after waiting out its ``timeout`` here. Never in report mode, never under a floor, never over a seed the caller
+    set, and never on a ready kernel. See :mod:`urandom_shim._hashseed`. True if it did."""
     if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
         return False
     settings, _problems = _config.resolve(env, flags=object(), who=_sources.command_invocation(command))
+    if settings.reporting:  # report-only: the command behaves as native, whose start waits
+        return False
     if settings.policy_value is not _policies.LEGACY:
         timeout = settings.timeout.value
         if settings.policy_value is _policies.NATIVE or settings.on_timeout.value != "fallback" or timeout is None:

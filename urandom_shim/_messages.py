@@ -115,6 +115,12 @@ WHITESPACE_HINT = " (it has whitespace before or after it; did you mean {strippe
 UNKNOWN_KEY = "unknown key {shown} (valid keys are {valid}); ignoring it."
 FLOOR_UNUSABLE = "unusable, read as allow_weak = false"
 EXPECTED_SECONDS = "a finite number of seconds >= 0, or 'none'"
+EXPECTED_EVENTS_PATH = (
+    "an absolute path of at most 1024 characters (such as '/run/urandom-shim/events.jsonl'), or 'none'"
+)
+EVENTS_RELATIVE_HINT = (
+    " (every process of the machine appends to one file, so it must not depend on the current directory)"
+)
 FLOOR_NOT_A_BOOLEAN = (
     "{label}: allow_weak = {value} is not valid; expected true or false; reading it as allow_weak = false, the "
     "safe choice."
@@ -174,6 +180,12 @@ PLUGIN_TIMEOUT_WITHOUT_POLICY = (
     "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
 )
 PLUGIN_UNKNOWN_OPTIONS = "{origin} got unknown option(s) {unknown}; valid: {listed}"
+PLUGIN_REPORT_ONLY_WITHOUT_POLICY = (
+    "urandom-shim: --urandom-report-only (or urandom_report_only) needs --urandom-policy: the policy whose effect "
+    "the report describes"
+)
+PLUGIN_HEADER_REPORT_ONLY = "; report-only: every call behaves as native, and the summary says what the policy would do"
+PLUGIN_REPORT_FAILED = "the report of this run's events could not be made ({name}: {exc})"
 PLUGIN_TIMER_PENDING = "system_rng.ready_after() has not made it ready yet"
 PLUGIN_MARKER_POSITIONALS = (
     "{marker} takes at most one positional argument, the policy; got {count}: {listed}. Give the options by name, "
@@ -193,7 +205,7 @@ WAIT_TIMED_OUT = (
     "1. To end the wait, {entropy_hint}.{simulation_note}"
 )
 NOT_SECONDS = "{text!r} is not a number of seconds; expected a finite number >= 0"
-NO_COMMAND = "choose a command: status, check, wait, run or simulate"
+NO_COMMAND = "choose a command: status, check, wait, run, simulate or report"
 NOT_SECONDS_OR_NONE = "{text!r} is not a number of seconds; expected a finite number >= 0, or 'none'"
 MISSING_DOUBLE_DASH = "missing '--' before the command{given}; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
 DOUBLE_DASH_NOT_TAKEN = "'--' and a command are only for run and simulate, not {subcommand}"
@@ -299,3 +311,21 @@ READY_LISTENER_FAILED = "internal error while switching to the ready state ({nam
 
 URLLIB_DIGEST_AUTH = "urllib.request's HTTP digest authentication"
 ALIAS_SCAN_FAILED = "could not check module {module!r} for aliases of os.urandom ({name}: {exc})."
+
+
+# -- events (_events) -------------------------------------------------------------------------------------------
+
+EVENT_WHERE = "{call} called from {caller} before the kernel CRNG was ready{simulated}, {boot_time:.2f} s after boot"
+EVENT_SIMULATED = " (simulated)"
+EVENT_ENFORCED = "{where}: {done} under policy '{policy}' (from {source})."
+EVENT_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}."
+EVENT_REPEAT = "{where}: {count} more such calls, not shown one by one."
+# What happened ({done} above), and what the policy would have done ({would}).
+EVENT_DONE_UNTOUCHED = "left it to the interpreter ({waited:.2f} s)"
+EVENT_DONE_WAITED = "waited {waited:.2f} s for strong bytes"
+EVENT_DONE_RAISED = "raised BlockingIOError"
+EVENT_DONE_BEST_EFFORT = "used best-effort bytes without waiting"
+EVENT_DONE_TIMED_OUT_RAISED = "waited {waited:.2f} s, then raised BlockingIOError (timeout)"
+EVENT_DONE_TIMED_OUT_BEST_EFFORT = "waited {waited:.2f} s, then used best-effort bytes (timeout)"
+EVENT_WOULD_UNTOUCHED = "left it to the interpreter"
+EVENT_WOULD_WAIT = "waited for strong bytes"

@@ -70,6 +70,11 @@ _TABLE: Final = {
 # Option values.
 ON_TIMEOUT_CHOICES: Final = ("raise", "fallback")
 SEED_CHOICES: Final = ("nonblocking", "policy")
+#: ``enforce``: the policy applies. ``report``: every call site behaves as ``native`` (the interpreter's own code), and
+#: each event records what the policy would have done (docs/howto/strict-rollout.md).
+MODE_CHOICES: Final = ("enforce", "report")
+ENFORCE: Final = "enforce"
+REPORT: Final = "report"
 
 
 def action(policy: Policy, site: str, seed_random_instances: str = "nonblocking") -> str:
@@ -99,7 +104,10 @@ class Setting(Generic[T]):
 class Settings:
     """The effective policy and options, each with its source."""
 
-    __slots__ = ("on_timeout", "policy", "seed_random_instances", "timeout", "warn_after")
+    __slots__ = ("events", "mode", "on_timeout", "policy", "seed_random_instances", "timeout", "warn_after")
+
+    #: Every setting, in the order status and check list them.
+    NAMES: Final = ("policy", "mode", "timeout", "on_timeout", "warn_after", "seed_random_instances", "events")
 
     #: Seconds of waiting before one diagnostic line, unless configured. A hang at boot must never be silent.
     DEFAULT_WARN_AFTER: Final = 5.0
@@ -111,21 +119,31 @@ class Settings:
         on_timeout: Setting[str] | None = None,
         warn_after: Setting[float | None] | None = None,
         seed_random_instances: Setting[str] | None = None,
+        mode: Setting[str] | None = None,
+        events: Setting[str | None] | None = None,
     ) -> None:
         self.policy: Setting[Policy] = policy or Setting(NATIVE, "default")
         self.timeout: Setting[float | None] = timeout or Setting(None, "default")
         self.on_timeout: Setting[str] = on_timeout or Setting("raise", "default")
         self.warn_after: Setting[float | None] = warn_after or Setting(self.DEFAULT_WARN_AFTER, "default")
         self.seed_random_instances: Setting[str] = seed_random_instances or Setting("nonblocking", "default")
+        self.mode: Setting[str] = mode or Setting(ENFORCE, "default")
+        #: The events file (an absolute path), or None: events go to stderr only.
+        self.events: Setting[str | None] = events or Setting(None, "default")
 
     @property
     def policy_value(self) -> Policy:
         return self.policy.value
 
+    @property
+    def reporting(self) -> bool:
+        """Report-only: every call site runs the interpreter's own code, and events say what the policy would do."""
+        return self.mode.value == REPORT
+
     def as_dict(self) -> dict[str, tuple[object, str]]:
         """``{name: (value, source)}`` with policy names as strings: what status and check print."""
         result: dict[str, tuple[object, str]] = {}
-        for name in ("policy", "timeout", "on_timeout", "warn_after", "seed_random_instances"):
+        for name in self.NAMES:
             setting: Setting[object] = getattr(self, name)
             value = setting.value
             result[name] = (value.name if isinstance(value, Policy) else value, setting.source)

@@ -16,6 +16,9 @@ marker and two options; nothing is patched until a test asks for it:
     Shorthand for both.
 ``--urandom-policy=POLICY`` (ini ``urandom_policy``), ``--urandom-timeout=SECONDS`` (ini ``urandom_timeout``)
     Every test without the marker runs under POLICY with an unready CRNG: the whole suite "as if at early boot".
+    The run's events go to one file, and the terminal summary ends with their report.
+``--urandom-report-only`` (ini ``urandom_report_only``)
+    With ``--urandom-policy``: every test behaves as ``native``, and the report says what POLICY would have done.
 
 After each test everything is put back, even when the test or a fixture fails: ``os.urandom``, ``random``,
 ``secrets``, the environment variables, the simulated state, and whatever policy was in force before.
@@ -45,7 +48,9 @@ def variables() -> tuple[str, ...]:
 
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
 PATCHED_MODULES = ("posix", "os", "random", "secrets", "urllib.request")
-OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances")
+OPTIONS = ("timeout", "on_timeout", "warn_after", "seed_random_instances", "mode", "events")
+#: The variable that hands the run's events file to pytest-xdist's workers (and to every child process).
+EVENTS_VARIABLE = "URANDOM_SHIM_EVENTS"
 #: Where a test's policy comes from, as every message names it.
 MARKER, FIXTURE, OPTION = "@pytest.mark.urandom", "urandom_policy()", "--urandom-policy"
 #: The longest a wait may last in a test whose simulated CRNG something could still make ready (a ready_after()
@@ -305,6 +310,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run every test under POLICY (native, pep524, pep522, legacy) with an unready simulated kernel CRNG",
     )
     group.addoption(
+        "--urandom-report-only",
+        action="store_true",
+        default=None,
+        help="with --urandom-policy: every test behaves as native, and the report says what POLICY would have done",
+    )
+    group.addoption(
         "--urandom-timeout",
         metavar="SECONDS",
         default=None,
@@ -312,6 +323,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     parser.addini("urandom_policy", "like --urandom-policy", default=None)
     parser.addini("urandom_timeout", "like --urandom-timeout", default=None)
+    parser.addini("urandom_report_only", "like --urandom-report-only", type="bool", default=False)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -333,7 +345,10 @@ def pytest_configure(config: pytest.Config) -> None:
     timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
     if policy is None and timeout:
         raise pytest.UsageError(_messages.PLUGIN_TIMEOUT_WITHOUT_POLICY)
+    if policy is None and _report_only(config):
+        raise pytest.UsageError(_messages.PLUGIN_REPORT_ONLY_WITHOUT_POLICY)
     if policy is not None:
+        _start_collecting(config)
         from ._config import KEYS, InvalidValue
 
         for option, value, key in (("--urandom-policy", policy, "policy"), ("--urandom-timeout", timeout, "timeout")):
@@ -348,6 +363,48 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     from . import _sources
 
     _sources.set_project_root(None)
+    created = config.stash.get(_EVENTS_CREATED, None)
+    if created is not None:
+        os.environ.pop(EVENTS_VARIABLE, None)
+        try:
+            os.unlink(created)
+        except OSError:
+            pass
+
+
+#: The events file of this run, where this process made it (the controller, under pytest-xdist).
+_EVENTS_CREATED = pytest.StashKey[str]()
+
+
+def _start_collecting(config: pytest.Config) -> None:
+    """Under ``--urandom-policy``, the run's events (every test's, and their child processes') go to one file, which
+    the terminal summary reports. pytest-xdist's workers inherit the controller's, through the environment."""
+    if os.environ.get(EVENTS_VARIABLE) and hasattr(config, "workerinput"):
+        return  # a worker: the controller's file
+    import tempfile
+
+    handle, path = tempfile.mkstemp(prefix="urandom-shim-events-", suffix=".jsonl")
+    os.close(handle)
+    os.environ[EVENTS_VARIABLE] = path
+    config.stash[_EVENTS_CREATED] = path
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The report of the run's events: which tests' code asked for randomness in the window, from where, and what
+    each policy would make of it."""
+    path = config.stash.get(_EVENTS_CREATED, None)
+    if path is None:
+        return
+    try:
+        from . import _eventreport
+
+        report = _eventreport.gather(path, journal=False)
+        lines = _eventreport.lines(report)
+    except Exception as exc:  # noqa: BLE001 - a summary must never fail a run
+        lines = [_messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
+    terminalreporter.write_sep("=", "urandom-shim report")
+    for text in lines:
+        terminalreporter.write_line(text)
 
 
 def pytest_report_header(config: pytest.Config) -> str | None:
@@ -356,6 +413,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
         return None
     timeout = _suite_options(config).get("timeout")
     bound = f", waits bounded to {timeout} s" if timeout is not None else ""
+    if _report_only(config):
+        bound += _messages.PLUGIN_HEADER_REPORT_ONLY
     effective = _effective_policy(policy)
     if effective is not None and effective[0] != policy:
         runs = f"policy {effective[0]!r} ({effective[1]})"  # the source says what it raised, and from what
@@ -380,11 +439,22 @@ def _suite_policy(config: pytest.Config) -> str | None:
     return str(value) if value else None
 
 
-def _suite_options(config: pytest.Config) -> dict[str, Any]:
-    """The options that go with --urandom-policy: ``timeout`` as a number (pytest_configure has validated it)."""
-    timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
-    if not timeout:
-        return {}
-    from ._config import parse_seconds_text
+def _report_only(config: pytest.Config) -> bool:
+    return bool(config.getoption("urandom_report_only", None) or config.getini("urandom_report_only"))
 
-    return {"timeout": parse_seconds_text(str(timeout))}
+
+def _suite_options(config: pytest.Config) -> dict[str, Any]:
+    """The options that go with --urandom-policy: ``timeout`` as a number (pytest_configure has validated it), the
+    mode, and the run's events file."""
+    options: dict[str, Any] = {}
+    timeout = config.getoption("urandom_timeout", None) or config.getini("urandom_timeout")
+    if timeout:
+        from ._config import parse_seconds_text
+
+        options["timeout"] = parse_seconds_text(str(timeout))
+    if _report_only(config):
+        options["mode"] = "report"
+    events = os.environ.get(EVENTS_VARIABLE)
+    if events:
+        options["events"] = events
+    return options

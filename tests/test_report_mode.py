@@ -1,0 +1,448 @@
+"""Report-only mode, events and ``urandom-shim report`` (docs/howto/strict-rollout.md, docs/reference/events.md).
+
+- Report mode, under every policy and at every call site: the call behaves as ``native`` (the interpreter's own
+  code: no exception of ours, never best-effort bytes) and its event records what the policy would have done.
+  In-process with Hypothesis, and in fresh interpreters on the fake kernel, where weak bytes would show.
+- The events file: 20 processes appending at once lose and tear no line; a FIFO, a symlink or a missing directory is
+  never written and never fails the program; every record fits one ``PIPE_BUF`` write.
+- Event text is safe for a terminal and the journal, whatever argv and paths hold.
+- ``report``: the verdicts on a recorded sample (``tests/data/events-sample.jsonl``, recorded with the shim), ``--json``
+  and ``--fail-for``; ``simulate --report-only``; and report mode in ``urandom-shim run``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import secrets
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import Venv, clean_env, events_in, without_events
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import urandom_shim
+from urandom_shim import _cli, _eventreport, _events, _policies, _readiness, _simulation
+
+DATA = Path(__file__).resolve().parent / "data"
+SAMPLE = DATA / "events-sample.jsonl"
+POLICIES = [p.name for p in _policies.POLICIES]
+UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
+
+
+def read_events(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+# -- in-process: report mode never enforces anything ----------------------------------------------------------------
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    saved_env = dict(os.environ)
+    yield
+    urandom_shim.deactivate()
+    _simulation.override(None)
+    _readiness.reset()
+    os.environ.clear()
+    os.environ.update(saved_env)
+
+
+def calls(size: int) -> list[tuple[str, str, Any]]:
+    """(site, what the event calls it, the call): one per call site of the policy table."""
+    return [
+        (_policies.URANDOM, f"os.urandom({size})", lambda: os.urandom(size)),
+        (
+            _policies.URANDOM,
+            "random._urandom(1) (from random.SystemRandom)",
+            lambda: random.SystemRandom().getrandbits(8),
+        ),
+        (_policies.SECRETS, "secrets.token_bytes()", lambda: secrets.token_bytes(size)),
+        (_policies.SECRETS, "secrets.randbelow()", lambda: secrets.randbelow(size + 1)),
+        (_policies.SEED_INSTANCE, "random.seed(None)", lambda: random.seed()),
+        (_policies.SEED_NEW, "Random() seeding", lambda: random.Random()),
+    ]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(policy=st.sampled_from(POLICIES), order=st.permutations(range(6)), size=st.integers(1, 64))
+def test_report_mode_behaves_as_native_and_records_what_the_policy_would_do(
+    restored: None, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, policy: str,
+    order: list[int], size: int,
+) -> None:  # fmt: skip
+    work = tmp_path_factory.mktemp("report")
+    trigger, events = work / "unready", work / "events.jsonl"
+    trigger.touch()
+    _simulation.override(_simulation.parse(f"unready-until-file:{trigger}"))
+    _readiness.reset()
+
+    def never(*_args: object) -> Any:
+        raise AssertionError("report mode made best-effort bytes")
+
+    monkeypatch.setattr(_readiness, "best_effort_bytes", never)
+    monkeypatch.setattr(_readiness, "best_effort_seed", never)
+    _events.reset()  # each example is a new program: its first call at each site is written
+    urandom_shim.activate(policy, timeout=0, on_timeout="raise", mode="report", events=str(events))
+    try:
+        assert hasattr(os.urandom, "__wrapped__"), "report mode watches every call site, native included"
+        for index in order:
+            _site, _name, call = calls(size)[index]
+            call()  # no BlockingIOError, no best-effort bytes: the interpreter's own code
+    finally:
+        urandom_shim.deactivate()
+        _simulation.override(None)
+        _readiness.reset()
+    recorded = {event["call"]: event for event in read_events(events)}
+    for site, name, _call in calls(size):
+        event = recorded[name]
+        assert (event["site"], event["mode"], event["action"]) == (site, "report", "untouched"), event
+        assert event["would"] == _policies.action(_policies.BY_NAME[policy], site), event
+        assert event["policy"] == policy and event["policy_source"] == "urandom_shim.activate()"
+
+
+def test_enforce_mode_records_what_it_did(restored: None, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    trigger, events = tmp_path / "unready", tmp_path / "events.jsonl"
+    trigger.touch()
+    _simulation.override(_simulation.parse(f"unready-until-file:{trigger}"))
+    _readiness.reset()
+    _events.reset()
+    urandom_shim.activate("pep522", timeout=0.05, on_timeout="raise", events=str(events))
+    with pytest.raises(BlockingIOError):
+        os.urandom(4)
+    with pytest.raises(BlockingIOError):
+        secrets.token_bytes(4)  # waits under pep522, and times out
+    urandom_shim.deactivate()
+    (raised, timed_out) = read_events(events)
+    assert (raised["call"], raised["action"], raised["would"]) == ("os.urandom(4)", "raised", "raise")
+    assert (timed_out["call"], timed_out["action"]) == ("secrets.token_bytes()", "timed-out-raised")
+    assert 0.04 <= timed_out["waited"] < 5, timed_out
+    assert raised["caller"].startswith(f"{__file__}:"), "the caller is this test, not the shim or the stdlib"
+    err = capsys.readouterr().err
+    assert len(events_in(err)) == 2, err
+
+
+# -- the events file ---------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+        max_leaves=12,
+    )
+)
+def test_the_event_encoder_writes_json_that_is_plain_ascii(value: Any) -> None:
+    text = _events.dumps(value)
+    assert json.loads(text) == value
+    assert text.isascii() and text.isprintable(), text
+
+
+def test_the_events_file_is_only_ever_appended_to_a_regular_file(tmp_path: Path) -> None:
+    regular = tmp_path / "events.jsonl"
+    assert _events.append(str(regular), '{"v":1}') and _events.append(str(regular), '{"v":1}')
+    assert regular.read_text() == '{"v":1}\n{"v":1}\n'
+    assert oct(regular.stat().st_mode & 0o777) == oct(0o600 & ~_umask()), "created for its owner only"
+    target = tmp_path / "elsewhere"
+    target.write_text("precious\n")
+    (tmp_path / "link.jsonl").symlink_to(target)
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    began = time.monotonic()
+    for path in (tmp_path / "link.jsonl", fifo, tmp_path / "missing" / "events.jsonl", tmp_path):
+        assert _events.append(str(path), '{"v":1}') is False, path
+    assert time.monotonic() - began < 3, "opening a FIFO with no reader must not block"
+    assert target.read_text() == "precious\n", "a symlink is never followed"
+    assert _events.append(str(regular), "x" * _events.MAX_RECORD) is False, "longer than one atomic write"
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_a_long_command_line_is_cut_to_fit_one_write_and_the_event_is_kept() -> None:
+    event = {"v": 1, "event": "call", "call": "os.urandom(16)", "argv": ["é" * 200] * 32, "caller": "x.py:1"}
+    record = _events.fitted(event)
+    assert len(record.encode()) < _events.MAX_RECORD
+    parsed = json.loads(record)
+    assert parsed["call"] == "os.urandom(16)" and parsed["argv_cut"] is True and 0 < len(parsed["argv"]) < 32
+
+
+def test_event_lines_carry_no_control_characters_from_argv_or_paths() -> None:
+    from urandom_shim._messages import line
+
+    event = {
+        "event": "call", "call": "os.urandom(16)", "caller": "/srv/\x1b[2Jevil\n.py:3", "boot_time": 1.5,
+        "simulated": None, "mode": "enforce", "action": "raised", "waited": 0.0, "policy": "pep522",
+        "policy_source": "environment variable URANDOM_POLICY", "would": "raise",
+    }  # fmt: skip
+    shown = line(_events.describe(event))
+    assert shown.isprintable() and "\\x1b[2Jevil\\n.py:3" in shown, shown
+    assert _events.dumps(event).isprintable()
+
+
+# -- report: verdicts on a recorded sample ----------------------------------------------------------------------------
+
+
+def test_the_verdicts_on_a_recorded_sample() -> None:
+    report = _eventreport.gather(str(SAMPLE), journal=False)
+    names = [program["name"] for program in report["programs"]]
+    assert names == ["early-setup.service", "cloud-setup.py", "init-jitter.py", "legacy-tool.py"]
+    verdict = report["verdict"]
+    assert verdict["pep522"]["raise"] == ["early-setup.service", "legacy-tool.py"]
+    assert verdict["pep522"]["wait"] == ["cloud-setup.py"]  # secrets waits under pep522
+    assert verdict["legacy"]["weak"] == ["early-setup.service", "cloud-setup.py", "legacy-tool.py"]
+    assert verdict["pep524"]["wait"] == verdict["native"]["wait"] == verdict["legacy"]["weak"]
+    assert not verdict["pep524"]["raise"] and not verdict["pep524"]["weak"]
+    assert verdict["pep522"]["text"] == (
+        "under pep522, 2 programs would raise BlockingIOError: early-setup.service, legacy-tool.py; 1 program would "
+        "wait for the CRNG: cloud-setup.py"
+    )
+    early = report["programs"][0]
+    (urandom,) = [c for c in early["calls"] if c["site"] == "os.urandom"]
+    assert urandom["count"] == 3 and urandom["caller"].endswith("early-setup.py:3")  # one event, then a repeat of 2
+    jitter = report["programs"][2]
+    assert set(jitter["under"].values()) == {"fine"}, "seeding `random` is not for secrets: nothing to fix"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
+    code = _cli.main(list(args))
+    return code, capsys.readouterr().out
+
+
+def test_report_json_and_fail_for(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--json")
+    assert code == 0
+    report = json.loads(out)
+    assert report["v"] == 1 and report["sources"]["events"]["records"] == 8
+    assert report["verdict"]["legacy"]["weak"] == ["early-setup.service", "cloud-setup.py", "legacy-tool.py"]
+    assert run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--fail-for", "pep522")[0] == 1
+    assert run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--fail-for", "pep524")[0] == 0
+    code, out = run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal")
+    assert code == 0 and "Verdict:" in out
+    assert "  under legacy, 3 programs would have used weak bytes: early-setup.service, cloud-setup.py" in out
+
+
+def test_report_skips_what_is_not_an_event_and_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    mixed = tmp_path / "events.jsonl"
+    lines = SAMPLE.read_text().splitlines()
+    mixed.write_text("\n".join([lines[0], "not json", '{"v": 2, "call": "x"}', lines[1]]) + "\n")
+    report = json.loads(run_cli(capsys, "report", "--events", str(mixed), "--no-journal", "--json")[1])
+    assert report["sources"]["events"]["records"] == 2 and report["sources"]["events"]["skipped"] == 2
+    missing = json.loads(run_cli(capsys, "report", "--events", str(tmp_path / "none"), "--no-journal", "--json")[1])
+    assert missing["sources"]["events"]["problem"] == "no such file" and missing["programs"] == []
+
+
+def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+    from urandom_shim import _launch
+
+    monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
+    env = {"URANDOM_POLICY": "legacy", "PATH": os.environ.get("PATH", "")}
+    assert _launch.start_without_waiting(["python3", "x.py"], dict(env)) is True  # the control: legacy gets one
+    assert _launch.start_without_waiting(["python3", "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
+
+
+# -- real interpreters ------------------------------------------------------------------------------------------------
+
+FAKE_KERNEL_CALLS = """
+import json, os, random, secrets, sys, threading, time
+flag = sys.argv[1]
+threading.Timer(0.5, os.unlink, [flag]).start()
+began = time.monotonic()
+out = {"os.urandom": os.urandom(16).hex()}
+out["took"] = time.monotonic() - began
+out["secrets"] = secrets.token_hex(16)
+out["SystemRandom"] = random.SystemRandom().getrandbits(64)
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("policy", POLICIES)
+def test_report_mode_on_the_fake_kernel_waits_as_the_interpreter_does_and_never_returns_weak_bytes(
+    shim: Venv, fake_kernel: Any, tmp_path: Path, policy: str
+) -> None:
+    flag, events = tmp_path / "unready", tmp_path / "events.jsonl"
+    flag.touch()
+    env = {
+        **fake_kernel.env(flag),
+        "URANDOM_POLICY": policy,
+        "URANDOM_SHIM_MODE": "report",
+        "URANDOM_SHIM_EVENTS": str(events),
+        "URANDOM_SHIM_TIMEOUT": "0",  # what would make pep524 raise at once, were it enforced
+    }
+    script = tmp_path / "probe.py"
+    script.write_text(FAKE_KERNEL_CALLS)
+    result = shim.run(str(script), str(flag), env=env)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert "WEAK" not in result.stdout and "5745414b" not in result.stdout, out
+    assert out["took"] >= 0.4, "os.urandom() returned before the kernel was ready: not the interpreter's own"
+    (first, *_rest) = [e for e in read_events(events) if e["call"] == "os.urandom(16)"]
+    assert (first["action"], first["mode"]) == ("untouched", "report")
+    assert first["would"] == _policies.action(_policies.BY_NAME[policy], _policies.URANDOM)
+    assert first["waited"] >= 0.4 and not first["simulated"], first
+    assert first["caller"] == f"{script}:6"
+    assert without_events(result.stderr) == "", result.stderr
+
+
+WRITER = """
+import os, sys
+{calls}
+"""
+
+
+def test_twenty_processes_append_to_one_file_without_a_lost_or_torn_line(shim: Venv, tmp_path: Path) -> None:
+    events, sites = tmp_path / "events.jsonl", 40
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER.format(calls="\n".join("os.urandom(1)" for _ in range(sites))))
+    env = {**UNREADY, "URANDOM_POLICY": "legacy", "URANDOM_SHIM_EVENTS": str(events)}
+    long_argv = ["x" * 199] * 15  # about 3 KB per record: close to the one-write bound, where tearing would show
+    processes = [
+        subprocess.Popen(
+            [str(shim.python), str(script), *long_argv],
+            env=clean_env(env),
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        for _ in range(20)
+    ]
+    assert [process.wait(timeout=120) for process in processes] == [0] * 20
+    raw = events.read_bytes()
+    assert raw.endswith(b"\n")
+    records = [json.loads(line) for line in raw.splitlines()]  # a torn line would not parse
+    assert all(len(line) + 1 <= _events.MAX_RECORD for line in raw.splitlines())
+    assert len(records) == 20 * sites
+    by_process = {p.pid: {f"{script}:{n}" for n in range(3, 3 + sites)} for p in processes}
+    for record in records:
+        by_process[record["pid"]].discard(record["caller"])
+    assert not any(by_process.values()), "lost events"
+
+
+def test_simulate_report_only_prints_the_report_and_keeps_the_exit_status(shim: Venv, tmp_path: Path) -> None:
+    script = tmp_path / "boot-step.py"
+    script.write_text("import os, sys\nkey = os.urandom(16)\nsys.exit(3)\n")
+    cli = str(shim.path / "bin" / "urandom-shim")
+    argv = [cli, "simulate", "--unready-forever", "--policy", "pep522", "--report-only", "--", str(shim.python)]
+    result = subprocess.run([*argv, str(script)], env=clean_env(), capture_output=True, text=True, timeout=120)
+    assert result.returncode == 3, result.stderr
+    report = without_events(result.stderr)
+    assert "boot-step.py: first call" in report and "(in a simulated window)" in report, report
+    assert "  under pep522, 1 program would raise BlockingIOError: boot-step.py." in report, report
+    assert events_in(result.stderr) == [
+        "report-only: os.urandom(16) @ boot-step.py:2: left it to the interpreter (0.00 s); policy 'pep522' (from environment "
+        "variable URANDOM_POLICY) would have raised BlockingIOError."
+    ]
+
+
+def test_a_floor_applies_to_the_policy_report_mode_records(shim: Venv, tmp_path: Path) -> None:
+    machine, events = tmp_path / "machine.toml", tmp_path / "events.jsonl"
+    machine.write_text('allow_weak = false\npolicy = "legacy"\nmode = "report"\n')
+    env = {**UNREADY, "URANDOM_SHIM_MACHINE_CONFIG": str(machine), "URANDOM_SHIM_EVENTS": str(events)}
+    result = shim.run("-c", "import os; print(len(os.urandom(8)))", env=env)
+    assert result.stdout == "8\n", result.stderr
+    (event,) = read_events(events)
+    assert (event["policy"], event["would"], event["action"], event["mode"]) == (
+        "pep524",
+        "wait",
+        "untouched",
+        "report",
+    )
+    assert "instead of 'legacy'" in event["policy_source"], event
+
+
+def test_mode_and_events_come_from_a_program_rule_with_their_source(shim: Venv, tmp_path: Path) -> None:
+    machine, events = tmp_path / "machine.toml", tmp_path / "events.jsonl"
+    machine.write_text(
+        textwrap.dedent(
+            f"""\
+            policy = "pep522"
+            events = "{events}"
+            [[program]]
+            match = "early-*.py"
+            mode = "report"
+            """
+        )
+    )
+    script = tmp_path / "early-setup.py"
+    script.write_text("import os\nos.urandom(8)\nprint('done')\n")
+    env = {**UNREADY, "URANDOM_SHIM_MACHINE_CONFIG": str(machine)}
+    result = shim.run(str(script), env=env)
+    assert result.stdout == "done\n", result.stderr  # report mode: no BlockingIOError
+    (event,) = read_events(events)
+    assert event["mode"] == "report" and event["program"] == "early-setup.py"
+    checked = subprocess.run(
+        [str(shim.path / "bin" / "urandom-shim"), "check", "--for", str(script), "--json"],
+        env=clean_env(env), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    found = json.loads(checked.stdout)["settings"]
+    assert found["mode"] == {"value": "report", "source": f"{machine} (machine file) [[program]] match = 'early-*.py'"}
+    assert found["events"] == {"value": str(events), "source": f"{machine} (machine file)"}
+
+
+def test_a_bad_mode_or_events_value_is_one_line_and_start_up_carries_on(shim: Venv) -> None:
+    for variable, value in (("URANDOM_SHIM_MODE", "report-only"), ("URANDOM_SHIM_EVENTS", "events.jsonl")):
+        ready = shim.run("-c", "print('ok')", env={variable: value})  # the ready path checks variables too
+        assert ready.stdout == "ok\n" and len(ready.stderr.splitlines()) == 1, ready.stderr
+        assert f"environment variable {variable}={value!r} is not a valid" in ready.stderr
+
+
+def test_the_ready_path_loads_no_event_code(shim: Venv, tmp_path: Path) -> None:
+    env = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_EVENTS": str(tmp_path / "e")}
+    code = "import os, secrets, sys; os.urandom(8); print(sorted(m for m in sys.modules if 'urandom' in m))"
+    result = shim.run("-c", code, env=env)
+    assert result.stdout == "['_urandom_shim_boot', 'urandom_shim', 'urandom_shim._hooks']\n", result.stderr
+    assert result.stderr == "" and not (tmp_path / "e").exists()
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="systemd units are Linux's")
+def test_an_event_names_the_systemd_unit(shim: Venv, tmp_path: Path) -> None:
+    events = tmp_path / "events.jsonl"
+    env = {**UNREADY, "URANDOM_POLICY": "legacy", "URANDOM_SHIM_EVENTS": str(events), "SYSTEMD_UNIT": "x.service"}
+    shim.run("-c", "import os; os.urandom(1)", env=env)
+    (event,) = read_events(events)
+    assert (
+        event["unit"] == "x.service" and event["pid"] > 0 and event["argv"][-2:] == ["-c", "import os; os.urandom(1)"]
+    )
+
+
+JOURNAL = DATA / "journal-debian12-cloud-init.jsonl"
+
+
+def test_the_report_of_a_boots_journal_shows_the_calls_and_the_stall_the_shim_cant_see(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    report = _eventreport.gather(None, journal=False, journal_file=str(JOURNAL))
+    assert round(report["crng_init_done"], 2) == 17.4 and report["sources"]["kernel"]["source"] == "the journal"
+    (early,) = report["programs"]
+    assert early["name"] == "early-setup.service" and early["first_call_after_crng"] == -1.04
+    (call,) = early["calls"]
+    assert (call["call"], call["count"], call["waited"], call["would"]) == ("os.urandom(16)", 4, 1.05, "raise")
+    (stall,) = report["stalls"]
+    assert (stall["unit"], round(stall["started"], 2), stall["lost"]) == ("cloud-init-local.service", 15.76, 1.64)
+    assert report["verdict"]["pep522"]["raise"] == ["early-setup.service"]
+    code, out = run_cli(capsys, "report", "--journal-file", str(JOURNAL), "--events", "/nonexistent")
+    assert code == 0
+    assert "early-setup.service: first call 16.36 s after boot, 1.04 s before crng init done" in out
+    assert "cloud-init-local.service: started 15.76 s after boot, 1.64 s before crng init done" in out
+    assert "Environment=PYTHONHASHSEED=0 in cloud-init-local.service" in out
+
+
+def test_an_event_in_both_the_file_and_the_journal_counts_once(tmp_path: Path) -> None:
+    from urandom_shim import _bootlog
+
+    entries, _problem = _bootlog.read_journal(str(JOURNAL))
+    (first, _repeat) = _bootlog.events_from_journal(entries)
+    events = tmp_path / "events.jsonl"
+    events.write_text(_events.dumps({k: v for k, v in first.items() if k != "from"}) + "\n")
+    report = _eventreport.gather(str(events), journal=False, journal_file=str(JOURNAL))
+    (early,) = report["programs"]
+    assert early["calls"][0]["count"] == 4  # the first call (from the file) and 3 more (the journal's repeat)

@@ -1,0 +1,582 @@
+"""What the journal and the kernel log say about a boot, for ``urandom-shim report``: the shim's event lines that units
+wrote to the journal, when the kernel logged ``random: crng init done``, and the units whose Python interpreter
+stalled in its own start-up, before the shim existed.
+
+The journal is ``journalctl -b -o json`` (or a saved ``journalctl -o json`` output): one JSON object per entry, each
+field a string, or an array of byte values where the text is not UTF-8. Two fields give the time since boot: the
+kernel's own timestamp of a kernel message (``_SOURCE_MONOTONIC_TIMESTAMP``: journald imports the messages logged
+before it ran later) and the time journald received an entry (``__MONOTONIC_TIMESTAMP``), both in microseconds.
+
+Only the command line imports this module, never an interpreter's start.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import _events, _messages, _policies
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable, Iterator
+
+# -- what this module says to the user -------------------------------------------------------------------------------
+# Text of `urandom-shim report`, kept here as _render's and _report's is kept with them (tests/test_docs.py counts it
+# as report text, not as messages of the catalogue).
+
+#: read_journal's problems: one sentence each.
+JOURNALCTL_MISSING = "journalctl is not installed here, so the systemd journal can't be read."
+JOURNALCTL_NOT_STARTED = "journalctl could not be started ({error}), so the systemd journal can't be read."
+JOURNAL_PERMISSION_DENIED = (
+    "this user can't read the system journal: run as root, or as a member of the group systemd-journal or adm."
+)
+JOURNAL_NO_BOOT = "the journal holds nothing of this boot ({detail})."
+JOURNAL_NOTHING_LOGGED = "journalctl found no entries"
+JOURNAL_TIMED_OUT = "journalctl did not finish within {timeout:g} s, so the journal was not read."
+JOURNAL_FAILED = "journalctl failed (exit status {status}): {detail}"
+JOURNAL_FILE_UNREADABLE = "{path}: can't be read ({error})."
+JOURNAL_FILE_EMPTY = "{path}: holds no journal entries."
+JOURNAL_FILE_NOT_JSON = "{path}: is not `journalctl -o json` output: none of its {lines} lines is a JSON object."
+
+#: crng_init_done's reasons for not knowing: words that complete "unknown, because ...".
+CRNG_NOT_LINUX = "this is not Linux"
+CRNG_KMSG_RESTRICTED = "the kernel log is not readable here (dmesg_restrict): run as root"
+CRNG_KMSG_MISSING = "the kernel log ({path}) does not exist here"
+CRNG_KMSG_FAILED = "the kernel log could not be read ({error})"
+CRNG_KMSG_WRAPPED = "the kernel log no longer holds it (its ring buffer has wrapped)"
+CRNG_KMSG_WITHOUT = "the kernel has not logged it: the CRNG is not ready yet, or this kernel does not say so"
+CRNG_OTHER_BOOT = "the journal does not hold it, and the kernel log here is of another boot than the journal's"
+
+#: How a unit whose interpreter stalled could start at once: three sentences.
+STALL_AVOID_RUN = (
+    "Start it with `urandom-shim run --policy legacy -- {command}`: while the CRNG is not ready, its interpreter then "
+    "gets a PYTHONHASHSEED from non-blocking kernel bytes and starts at once (run never does that under a floor)."
+)
+STALL_AVOID_HASHSEED = (
+    "Or set Environment=PYTHONHASHSEED=0 in {unit}: hash randomisation is then off for that program, acceptable for "
+    "a boot-time tool that hashes no attacker-controlled keys."
+)
+STALL_AVOID_ENTROPY = (
+    "Or give the machine an entropy source (virtio-rng, a hardware RNG, or the seed systemd-random-seed saves for "
+    "the next boot), so that the CRNG is ready before {unit} starts."
+)
+
+# -- the journal -------------------------------------------------------------------------------------------------------
+
+#: The command that prints this boot's journal.
+JOURNALCTL = ("journalctl", "-b", "-o", "json", "--no-pager")
+#: What journalctl says on stderr when the user may read only their own journal, or none.
+_PERMISSION_SIGNS = ("insufficient permissions", "not seeing messages from other users", "permission denied")
+#: What it says when there is no journal of this boot.
+_NO_BOOT_SIGNS = ("no journal files were found", "no such boot", "is not available", "no persistent journal")
+
+
+def read_journal(path: str | None = None, *, timeout: float = 30.0) -> tuple[list[dict[str, Any]], str | None]:
+    """Entries of this boot's journal (``journalctl -b -o json --no-pager``), or of ``path`` (a saved ``journalctl
+    -o json`` output, one JSON object per line; lines that are not one are skipped and counted, see
+    :func:`read_export`; a file that holds several boots gives the entries of the last one).
+
+    Returns (entries, problem): problem is one short sentence when the journal can't be read (journalctl not
+    installed, no journal of this boot, permission denied, timed out, a file that can't be read or holds no entry),
+    else None. A user who may read only their own journal gets those entries, and the permission problem. Never
+    raises for any of these.
+    """
+    if path is not None:
+        try:
+            entries, skipped = read_export(path)
+        except OSError as exc:
+            return [], JOURNAL_FILE_UNREADABLE.format(path=path, error=exc.strerror or type(exc).__name__)
+        if not entries:
+            if skipped:
+                return [], JOURNAL_FILE_NOT_JSON.format(path=path, lines=skipped)
+            return [], JOURNAL_FILE_EMPTY.format(path=path)
+        return last_boot(entries), None
+
+    import subprocess
+
+    try:
+        done = subprocess.run(JOURNALCTL, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+    except FileNotFoundError:
+        return [], JOURNALCTL_MISSING
+    except subprocess.TimeoutExpired:
+        return [], JOURNAL_TIMED_OUT.format(timeout=timeout)
+    except OSError as exc:
+        return [], JOURNALCTL_NOT_STARTED.format(error=exc.strerror or type(exc).__name__)
+    entries, _skipped = parse_export(done.stdout.splitlines())
+    said = " ".join(done.stderr.decode("utf-8", "replace").split())
+    detail = _messages.line(said[:200])[len(_messages.PREFIX) :] if said else JOURNAL_NOTHING_LOGGED
+    if any(sign in said.lower() for sign in _PERMISSION_SIGNS):
+        return entries, JOURNAL_PERMISSION_DENIED
+    if entries:
+        return entries, None
+    if done.returncode == 0 or any(sign in said.lower() for sign in _NO_BOOT_SIGNS):
+        return [], JOURNAL_NO_BOOT.format(detail=detail)
+    return [], JOURNAL_FAILED.format(status=done.returncode, detail=detail)
+
+
+def read_export(path: str) -> tuple[list[dict[str, Any]], int]:
+    """The entries of a saved ``journalctl -o json`` output, and how many of its lines were not one (a line cut
+    short, say). Raises OSError if the file can't be read."""
+    with open(path, "rb") as file:
+        return parse_export(file)
+
+
+def parse_export(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], int]:
+    """(entries, lines skipped) of ``journalctl -o json`` output, given as lines of bytes. Blank lines don't count."""
+    import json
+
+    entries: list[dict[str, Any]] = []
+    skipped = 0
+    for line in lines:
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except ValueError:  # not JSON, or not UTF-8
+            entry = None
+        if isinstance(entry, dict):
+            entries.append(entry)
+        else:
+            skipped += 1
+    return entries, skipped
+
+
+def last_boot(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The entries of the last boot in ``entries`` (``_BOOT_ID``), and those that name no boot: the times since boot
+    of two boots can't be compared."""
+    boots = [entry["_BOOT_ID"] for entry in entries if isinstance(entry.get("_BOOT_ID"), str)]
+    if len(set(boots)) <= 1:
+        return entries
+    return [entry for entry in entries if entry.get("_BOOT_ID", boots[-1]) == boots[-1]]
+
+
+def field(entry: dict[str, Any], name: str) -> str | None:
+    """A field's text. journald gives text that is not UTF-8 (or holds control characters) as a list of byte
+    values, and a field that an entry holds more than once as a list of values: the first one counts. None when the
+    entry has no such field, or journalctl left it out (null: larger than it prints without ``--all``)."""
+    value = entry.get(name)
+    if isinstance(value, list) and value and not all(isinstance(item, int) for item in value):
+        value = value[0]
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        try:
+            return bytes(value).decode("utf-8", "replace")
+        except (TypeError, ValueError):  # not byte values
+            return None
+    return None
+
+
+def message(entry: dict[str, Any]) -> str:
+    """The entry's MESSAGE, "" if it has none."""
+    return field(entry, "MESSAGE") or ""
+
+
+def at(entry: dict[str, Any]) -> float:
+    """When the entry was logged, in seconds since boot: the kernel's own timestamp of a kernel message
+    (``_SOURCE_MONOTONIC_TIMESTAMP``) if it has one, else when journald received it (``__MONOTONIC_TIMESTAMP``).
+    NaN if it has neither."""
+    for name in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
+        value = field(entry, name)
+        if value is not None:
+            try:
+                return int(value) / 1e6
+            except ValueError:
+                continue
+    return float("nan")
+
+
+# -- when the CRNG was ready -----------------------------------------------------------------------------------------
+
+#: The kernel's log, one record per read: ``prio,seq,usec,flags;text``. A name to read, so that tests can point it at
+#: a regular file of such records.
+KMSG = "/dev/kmsg"
+#: This boot's id: the journal's ``_BOOT_ID`` with dashes.
+BOOT_ID = "/proc/sys/kernel/random/boot_id"
+#: What the kernel says when its CRNG is ready: "random: crng init done" since 4.8, and its nonblocking pool's
+#: readiness before.
+CRNG_MARKERS = ("crng init done", "nonblocking pool is initialized")
+#: Where a time came from.
+FROM_JOURNAL = "the journal"
+FROM_KMSG = "/dev/kmsg"
+
+
+def crng_init_done(entries: list[dict[str, Any]] | None) -> tuple[float | None, str]:
+    """When the kernel logged ``random: crng init done`` (seconds since boot), and where that came from:
+    :data:`FROM_JOURNAL` (a kernel message among ``entries``), else :data:`FROM_KMSG` (this boot's kernel log).
+    (None, why not in words) when neither holds it. The kernel log is not read when ``entries`` are of another boot.
+    """
+    found = [
+        at(entry)
+        for entry in entries or ()
+        if field(entry, "_TRANSPORT") in (None, "kernel") and any(mark in message(entry) for mark in CRNG_MARKERS)
+    ]
+    found = [time for time in found if time == time]  # a time, not NaN
+    if found:
+        return min(found), FROM_JOURNAL
+    if not sys.platform.startswith("linux"):
+        return None, CRNG_NOT_LINUX
+    if entries and _other_boot(entries):
+        return None, CRNG_OTHER_BOOT
+    return _from_kmsg()
+
+
+def _other_boot(entries: list[dict[str, Any]]) -> bool:
+    """Whether the entries are of a boot other than this one (False when either boot is unknown)."""
+    try:
+        with open(BOOT_ID, "rb") as file:
+            here = file.read(64).decode("ascii", "replace").strip().replace("-", "")
+    except OSError:
+        return False
+    theirs = {field(entry, "_BOOT_ID") for entry in entries} - {None}
+    return bool(here and theirs) and here not in theirs
+
+
+def _from_kmsg() -> tuple[float | None, str]:
+    wrapped = False
+    try:
+        for seconds, text in kmsg_records():
+            if seconds is None:  # the log has lost records
+                wrapped = True
+                continue
+            if any(mark in text for mark in CRNG_MARKERS):
+                return seconds, FROM_KMSG
+    except PermissionError:
+        return None, CRNG_KMSG_RESTRICTED
+    except FileNotFoundError:
+        return None, CRNG_KMSG_MISSING.format(path=KMSG)
+    except OSError as exc:
+        return None, CRNG_KMSG_FAILED.format(error=exc.strerror or type(exc).__name__)
+    return None, CRNG_KMSG_WRAPPED if wrapped else CRNG_KMSG_WITHOUT
+
+
+def kmsg_records() -> Iterator[tuple[float | None, str]]:
+    """The kernel's own messages in :data:`KMSG`, as (seconds since boot, text), oldest first, with (None, "")
+    where records were lost: the ring buffer wrapped before the log was opened (its first record is not the boot's
+    first, seq 0), or while it was read (a read fails with EPIPE when the record it was to return was overwritten;
+    the next one goes on from the oldest left). Messages that user space wrote into the log are left out."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    fd = os.open(KMSG, flags)
+    try:
+        pending = b""
+        first = True
+        lost = False
+        overwritten = 0
+        while True:
+            try:
+                chunk = os.read(fd, 16384)  # at least one record (the kernel's are under 8 KiB), or EINVAL
+            except BlockingIOError:  # the device has no newer record
+                break
+            except BrokenPipeError:
+                overwritten += 1
+                if overwritten > 1000:  # a log written faster than it can be read
+                    break
+                lost = True
+                continue
+            if not chunk:  # a regular file's end
+                break
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                record = _kmsg_record(line)
+                if record is None:
+                    continue
+                prio, seq, seconds, text = record
+                if lost or (first and seq > 0):
+                    yield None, ""
+                first = lost = False
+                if prio >> 3 == 0:  # facility 0: the kernel's own (user space writes LOG_USER)
+                    yield seconds, text
+    finally:
+        os.close(fd)
+
+
+def _kmsg_record(line: bytes) -> tuple[int, int, float, str] | None:
+    """(prio, seq, seconds, text) of one ``prio,seq,usec,flags;text`` line; None for a continuation line (one
+    that starts with a space: `` KEY=value``) or anything else."""
+    header, sep, text = line.partition(b";")
+    if not sep or line.startswith(b" "):
+        return None
+    parts = header.split(b",")
+    try:
+        return int(parts[0]), int(parts[1]), int(parts[2]) / 1e6, text.decode("utf-8", "replace")
+    except (IndexError, ValueError):
+        return None
+
+
+# -- the shim's lines ------------------------------------------------------------------------------------------------
+
+#: What each action says about what the policy table would have done (its ``would``), in enforce mode.
+WOULD_OF_ACTION = {
+    _events.UNTOUCHED: _policies.UNTOUCHED,
+    _events.WAITED: _policies.WAIT,
+    _events.TIMED_OUT_RAISED: _policies.WAIT,
+    _events.TIMED_OUT_BEST_EFFORT: _policies.WAIT,
+    _events.RAISED: _policies.RAISE,
+    _events.BEST_EFFORT: _policies.BEST_EFFORT,
+}
+
+_NUMBER = r"-?\d+(?:\.\d+)?"
+_patterns_cache: dict[str, Any] = {}
+
+
+def _regex(template: str, fields: dict[str, str]) -> str:
+    """``template`` as a regular expression: its text escaped, each ``{field}`` replaced by ``fields[field]``
+    (KeyError for a field it doesn't know: a new field in a template must be taught to the parser)."""
+    import re
+    import string
+
+    parts = []
+    for text, name, _spec, _conversion in string.Formatter().parse(template):
+        parts.append(re.escape(text))
+        if name is not None:
+            parts.append(fields[name])
+    return "".join(parts)
+
+
+def _patterns() -> dict[str, Any]:
+    """The regular expressions of the event lines, built from the templates they are written with. Cached; tests
+    that change a template clear :data:`_patterns_cache`."""
+    if _patterns_cache:
+        return _patterns_cache
+    import re
+    import string
+
+    # The text after {caller}: the call and the caller are what comes before its first occurrence, split at the last
+    # " called from " (a call can say "(from random.SystemRandom)", a path can hold anything).
+    parsed = list(string.Formatter().parse(_messages.EVENT_WHERE))
+    names = [name for _text, name, _spec, _conversion in parsed]
+    anchor = parsed[names.index("caller") + 1][0]
+    free = f"(?:(?!{re.escape(anchor)}).)*"
+    where = _regex(
+        _messages.EVENT_WHERE,
+        {
+            "call": f"(?P<call>{free})",
+            "caller": f"(?P<caller>{free})",
+            "simulated": f"(?P<simulated>(?:{re.escape(_messages.EVENT_SIMULATED)})?)",
+            "boot_time": f"(?P<boot_time>{_NUMBER})",
+        },
+    )
+    would = "|".join(re.escape(text) for text in sorted(_events.WOULD.values(), key=len, reverse=True))
+    fields = {
+        "where": f"(?:{where})",
+        "done": "(?P<done>.*?)",
+        "policy": "(?P<policy>.*?)",
+        "source": "(?P<source>.*)",
+        "would": f"(?P<would>{would})",
+        "count": r"(?P<count>\d+)",
+    }
+    templates = [
+        (_policies.REPORT, _messages.EVENT_REPORT_ONLY),
+        (None, _messages.EVENT_REPEAT),  # the repeat of a call, whatever its mode
+        (_policies.ENFORCE, _messages.EVENT_ENFORCED),
+    ]
+    _patterns_cache.update(
+        lines=[(mode, re.compile(_regex(template, fields), re.DOTALL)) for mode, template in templates],
+        done=[
+            (action, re.compile(_regex(_events.DONE[action], {"waited": f"(?P<waited>{_NUMBER})"}), re.DOTALL))
+            for action in _events.ACTIONS
+        ],
+    )
+    return _patterns_cache
+
+
+def parse_line(text: str) -> dict[str, Any] | None:
+    """The event a line of the shim's stderr describes (:func:`urandom_shim._events.describe`, with or without the
+    ``urandom-shim:`` prefix), or None if it describes none. The fields the line holds: event (``call`` or
+    ``repeat``), call, caller, simulated (True or False), boot_time; for a call, mode, action, waited (0.0 where the
+    line says no time), policy, policy_source and would (in enforce mode, what the action says the policy table
+    chose); for a repeat, count."""
+    if text.startswith(_messages.PREFIX):
+        text = text[len(_messages.PREFIX) :]
+    text = text.rstrip("\r\n")
+    patterns = _patterns()
+    matched = _first(patterns["lines"], text)
+    if matched is None:
+        return None
+    mode, match = matched
+    event: dict[str, Any] = {
+        "event": "repeat" if mode is None else "call",
+        "call": match["call"],
+        "caller": match["caller"],
+        "simulated": bool(match["simulated"]),
+        "boot_time": float(match["boot_time"]),
+    }
+    if mode is None:
+        event["count"] = int(match["count"])
+        return event
+    done = _first(patterns["done"], match["done"])
+    if done is None:
+        return None
+    action, found = done
+    waited = found.groupdict().get("waited")
+    if mode == _policies.REPORT:
+        would = next(key for key, text in _events.WOULD.items() if text == match["would"])
+    else:
+        would = WOULD_OF_ACTION[action]
+    event.update(
+        mode=mode,
+        action=action,
+        waited=0.0 if waited is None else float(waited),
+        policy=match["policy"],
+        policy_source=match["source"],
+        would=would,
+    )
+    return event
+
+
+def _first(patterns: list[tuple[Any, Any]], text: str) -> tuple[Any, Any] | None:
+    """(key, match) of the first of ``patterns`` that the whole of ``text`` matches, or None."""
+    for key, pattern in patterns:
+        match = pattern.fullmatch(text)
+        if match is not None:
+            return key, match
+    return None
+
+
+def events_from_journal(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every event line of the shim among the entries' messages, as the events file records it: with the program's
+    pid, unit and command line (``_CMDLINE``, else ``_COMM``) from the entry, and ``"from": "journal"``."""
+    events = []
+    for entry in entries:
+        text = message(entry)
+        if not text.startswith(_messages.PREFIX):
+            continue
+        parsed = parse_line(text)
+        if parsed is None:
+            continue
+        if parsed.get("boot_time") is None:
+            parsed["boot_time"] = at(entry)
+        try:
+            pid: int | None = int(field(entry, "_PID") or "")
+        except ValueError:
+            pid = None
+        command = field(entry, "_CMDLINE") or field(entry, "_COMM")
+        event: dict[str, Any] = {
+            "v": _events.VERSION,
+            "event": parsed.pop("event"),
+            "boot_time": parsed.pop("boot_time"),
+            "pid": pid,
+            "argv": [command] if command else [],
+            "program": None,
+            "unit": field(entry, "_SYSTEMD_UNIT"),
+            "call": parsed["call"],
+            "site": _events.site_of(parsed["call"]),
+        }
+        event.update(parsed)
+        event["from"] = "journal"
+        events.append(event)
+    return events
+
+
+# -- the stall the shim can't see --------------------------------------------------------------------------------------
+
+#: The kernel release from which an interpreter's start waits for the CRNG: reading /dev/urandom for its hash secret
+#: runs the jitter generator while the CRNG is not ready. Before, it returns at once.
+STALLING_KERNEL = (5, 18)
+
+
+def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[str, Any]]:
+    """The units whose Python interpreter spent its start waiting for the CRNG: started before ``crng init done``
+    (at ``crng_done``), and whose Python wrote its first line after it. Such an interpreter reads its hash secret
+    before any ``.pth`` runs, so before the shim exists, and on Linux 5.18+ that read waits for the CRNG.
+
+    A unit's start is systemd's "Starting X..." (an entry with ``UNIT=X``, or, logged through the kernel's buffer
+    before journald ran, a message of systemd's that names X); its Python is an entry of its own processes
+    (``_SYSTEMD_UNIT=X``) whose ``_EXE`` or ``_COMM`` is a python. A unit whose first Python line came before
+    ``crng_done`` did not stall; one that wrote nothing can't be told. Nothing is a stall on a kernel the journal
+    shows to be older than 5.18, nor with ``crng_done`` None. One dict per stall, by start:
+    unit, started, first_line, crng_init_done, lost (the seconds from its start to the CRNG's, rounded to 0.01),
+    exe, and avoid: three sentences on how it could start at once.
+    """
+    if crng_done is None:
+        return []
+    release = kernel_release(entries)
+    if release is not None and release < STALLING_KERNEL:
+        return []
+    starts: dict[str, list[float]] = {}
+    python: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    for entry in entries:
+        time = at(entry)
+        if time != time:  # NaN: no time
+            continue
+        unit = started_unit(entry)
+        if unit is not None:
+            starts.setdefault(unit, []).append(time)
+        own = field(entry, "_SYSTEMD_UNIT")
+        if own is not None and is_python(entry):
+            python.setdefault(own, []).append((time, entry))
+    found = []
+    for unit, times in starts.items():
+        before = [time for time in times if time < crng_done]
+        if not before or unit not in python:
+            continue
+        started = max(before)  # its last start before the CRNG's; a later one is another run
+        until = min((time for time in times if time > started), default=float("inf"))
+        lines = [(time, entry) for time, entry in python[unit] if started <= time < until]
+        if not lines:
+            continue
+        first_line, entry = min(lines, key=lambda line: line[0])
+        if first_line < crng_done:
+            continue  # its Python ran in the window: the shim saw what it did
+        command = field(entry, "_CMDLINE") or "..."
+        found.append(
+            {
+                "unit": unit,
+                "started": started,
+                "first_line": first_line,
+                "crng_init_done": crng_done,
+                "lost": round(crng_done - started, 2),
+                "exe": field(entry, "_EXE") or field(entry, "_COMM"),
+                "avoid": [
+                    STALL_AVOID_RUN.format(command=command if len(command) <= 120 else command[:119] + "…"),
+                    STALL_AVOID_HASHSEED.format(unit=unit),
+                    STALL_AVOID_ENTROPY.format(unit=unit),
+                ],
+            }
+        )
+    return sorted(found, key=lambda stall: stall["started"])
+
+
+def started_unit(entry: dict[str, Any]) -> str | None:
+    """The unit whose job systemd says it is starting in this entry ("Starting X..."), or None."""
+    text = message(entry)
+    if not text.startswith("Starting "):
+        return None
+    unit = field(entry, "UNIT")
+    if unit is not None:
+        return unit
+    if field(entry, "SYSLOG_IDENTIFIER") != "systemd" and field(entry, "_COMM") != "systemd":
+        return None
+    # Logged through the kernel's buffer before journald ran: "Starting name.service - Description..." (systemd
+    # 249 and later; earlier ones name only the description).
+    name = text[len("Starting ") :].split(" ", 1)[0]
+    for ellipsis in ("...", "…"):
+        if name.endswith(ellipsis):
+            name = name[: -len(ellipsis)]
+    return name if name.endswith(_events.UNIT_SUFFIXES) else None
+
+
+def is_python(entry: dict[str, Any]) -> bool:
+    """Whether a Python interpreter wrote the entry: its executable is python, python3, python3.11, python3.13t..."""
+    import re
+
+    exe = field(entry, "_EXE")
+    if exe is not None and re.fullmatch(r"python[0-9.]*[a-z]*(?:-dbg)?", os.path.basename(exe)):
+        return True
+    return (field(entry, "_COMM") or "").startswith("python")
+
+
+def kernel_release(entries: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """(major, minor) of the kernel that booted, from its first message (``Linux version 6.12.12+bpo-...``), or
+    None if the journal no longer holds it."""
+    import re
+
+    for entry in entries:
+        if field(entry, "_TRANSPORT") not in (None, "kernel"):
+            continue
+        match = re.match(r"Linux version (\d+)\.(\d+)", message(entry))
+        if match:
+            return int(match[1]), int(match[2])
+    return None

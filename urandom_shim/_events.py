@@ -1,0 +1,356 @@
+"""Events: one record for every decision the engine makes while the CRNG is unready, written to stderr and, when
+configured, appended to a JSON-lines file (docs/reference/events.md).
+
+An event says which program (argv, ``[[program]]`` name, systemd unit, pid) made which call (``os.urandom(16)``) from
+where (the first frame outside the standard library and the shim), when (seconds since boot, ``CLOCK_BOOTTIME``),
+under which policy and mode, what happened, what the policy would have done, and how long it waited.
+
+Rate limit: the first event of each call site (call and caller, under one policy and mode) in a process is written;
+later ones are counted, and one ``repeat`` event per call site at exit says how many there were. A forked child
+counts afresh.
+
+Sinks:
+
+- stderr: one ``urandom-shim:`` line per event (:func:`describe`), which the journal collects per unit, and which
+  :func:`parse_line` reads back for ``urandom-shim report``;
+- the events file (``events = "/run/urandom-shim/events.jsonl"``): one ``O_APPEND`` write of one line per event, at most
+  :data:`MAX_RECORD` bytes (``PIPE_BUF``), so that any number of processes can append to it without a lost or torn
+  line. It is opened with ``O_NOFOLLOW`` and written only if it is a regular file. Any failure is silent: no program
+  fails because the file can't be written (``urandom-shim check`` says why it can't).
+
+This module is imported on the first event only: the ready path never loads it, and an unready start that makes no
+call in the window neither. It imports nothing but what is loaded already (``json`` would import ``re``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from _thread import allocate_lock
+
+from . import _messages, _simulation
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from ._policies import Settings
+
+#: The version of the event format: the ``v`` field of every record. A change that removes or redefines a field
+#: makes it 2; new fields keep it.
+VERSION = 1
+#: The longest record in the events file, newline included: POSIX's ``PIPE_BUF``, the size below which one write is
+#: never interleaved with another's, even on a pipe.
+MAX_RECORD = 4096
+#: The file ``urandom-shim report`` reads when none is named or configured: per boot, as ``/run`` is a tmpfs.
+DEFAULT_FILE = "/run/urandom-shim/events.jsonl"
+
+# What happened (the ``action`` field).
+UNTOUCHED = "untouched"  # the interpreter's own code ran (report mode, or a site the policy leaves alone)
+WAITED = "waited"  # waited for the CRNG, then the interpreter's own code returned strong bytes
+RAISED = "raised"  # BlockingIOError at once
+BEST_EFFORT = "best-effort"  # best-effort kernel bytes without waiting
+TIMED_OUT_RAISED = "timed-out-raised"  # waited `timeout` seconds, then BlockingIOError
+TIMED_OUT_BEST_EFFORT = "timed-out-best-effort"  # waited `timeout` seconds, then best-effort bytes (on_timeout)
+ACTIONS = (UNTOUCHED, WAITED, RAISED, BEST_EFFORT, TIMED_OUT_RAISED, TIMED_OUT_BEST_EFFORT)
+
+#: How each action reads in an event's line, past tense. ``{waited}`` is seconds.
+DONE = {
+    UNTOUCHED: _messages.EVENT_DONE_UNTOUCHED,
+    WAITED: _messages.EVENT_DONE_WAITED,
+    RAISED: _messages.EVENT_DONE_RAISED,
+    BEST_EFFORT: _messages.EVENT_DONE_BEST_EFFORT,
+    TIMED_OUT_RAISED: _messages.EVENT_DONE_TIMED_OUT_RAISED,
+    TIMED_OUT_BEST_EFFORT: _messages.EVENT_DONE_TIMED_OUT_BEST_EFFORT,
+}
+#: How each action of the policy table (``_policies``: untouched, wait, raise, best-effort) reads as what the
+#: configured policy would have done (report mode).
+WOULD = {
+    "untouched": _messages.EVENT_WOULD_UNTOUCHED,
+    "wait": _messages.EVENT_WOULD_WAIT,
+    "raise": _messages.EVENT_DONE_RAISED,
+    "best-effort": _messages.EVENT_DONE_BEST_EFFORT,
+}
+
+_lock = allocate_lock()
+_pid = -1
+#: (call name, caller, policy, mode) -> [calls not written since the first one, the first event, its settings].
+_seen: dict[tuple[str, str, str, str], list[Any]] = {}
+_program: dict[str, Any] | None = None
+
+
+# -- recording ---------------------------------------------------------------------------------------------------------
+
+
+def record(settings: Settings, site: str, call: str, action: str, would: str, waited: float = 0.0) -> None:
+    """Record one decision: written at once if it is the first from its call site in this process, else counted."""
+    global _pid, _lock, _program
+    try:
+        caller = caller_location()
+        key = (call.partition("(")[0], caller, settings.policy.value.name, settings.mode.value)
+        pid = os.getpid()
+        if pid != _pid:  # the first event of this process, or of a forked child: count afresh
+            _lock = allocate_lock()
+            _seen.clear()
+            _program = None
+            if _pid == -1:
+                import atexit
+
+                atexit.register(_at_exit)
+            _pid = pid
+        with _lock:
+            entry = _seen.get(key)
+            if entry is not None:
+                entry[0] += 1
+                return
+        event = _event(settings, site, call, caller, action, would, waited)
+        with _lock:
+            _seen[key] = [0, event, settings]
+        write(event, settings)
+    except Exception:  # noqa: BLE001 - an event must never break the call it describes
+        pass
+
+
+def _event(
+    settings: Settings, site: str, call: str, caller: str, action: str, would: str, waited: float
+) -> dict[str, Any]:
+    sim = _simulation.current()
+    event: dict[str, Any] = {
+        "v": VERSION,
+        "event": "call",
+        "boot_time": round(boot_time() - waited, 3),  # when the call began: a wait is over by now
+        **program(),
+        "call": call,
+        "site": site,
+        "caller": caller,
+        "policy": settings.policy.value.name,
+        "policy_source": _clip(settings.policy.source, 300),
+        "mode": settings.mode.value,
+        "action": action,
+        "would": would,
+        "waited": round(waited, 3),
+        "simulated": None if sim is None else _clip(sim.spec, 200),
+    }
+    return event
+
+
+def _at_exit() -> None:
+    """One ``repeat`` event for each call site that made more calls than the one written."""
+    if os.getpid() != _pid:
+        return
+    for count, first, settings in list(_seen.values()):
+        if count:
+            event = dict(first)
+            event.update(event="repeat", boot_time=round(boot_time(), 3), count=count)
+            write(event, settings)
+
+
+def write(event: dict[str, Any], settings: Settings) -> None:
+    """Both sinks: the line on stderr, and the record in the events file if one is configured."""
+    _messages.emit(describe(event))
+    path = settings.events.value
+    if path:
+        append(path, fitted(event))
+
+
+def fitted(event: dict[str, Any]) -> str:
+    """The event as one JSON record of at most :data:`MAX_RECORD` bytes: a long command line is cut short (its
+    first words stay, and ``argv_cut`` says how many were left out), never the event."""
+    record = dumps(event)
+    argv = list(event.get("argv") or ())
+    while len(record) >= MAX_RECORD and argv:
+        argv = [_clip(arg, 40) for arg in argv[: len(argv) // 2]]
+        event = {**event, "argv": argv, "argv_cut": True}
+        record = dumps(event)
+    return record
+
+
+def append(path: str, record: str) -> bool:
+    """Append one line to ``path`` in one ``O_APPEND`` write; False (and nothing else) if it can't be done."""
+    data = record.encode("ascii", "replace") + b"\n"
+    if len(data) > MAX_RECORD:
+        return False
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except (OSError, ValueError):
+        return False
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:  # a FIFO, a device: not ours to write to
+            return False
+        return os.write(fd, data) == len(data)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def reset() -> None:
+    """Count afresh, as a new process does: the next event of every call site is written (for tests)."""
+    with _lock:
+        _seen.clear()
+
+
+# -- the facts of an event -------------------------------------------------------------------------------------------
+
+
+def boot_time() -> float:
+    """Seconds since boot (``CLOCK_BOOTTIME``, the kernel log's clock while nothing has been suspended)."""
+    import time
+
+    clock = getattr(time, "CLOCK_BOOTTIME", None)
+    if clock is not None:
+        try:
+            return time.clock_gettime(clock)
+        except OSError:
+            pass
+    return time.monotonic()
+
+
+_SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
+_STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
+
+
+def caller_location() -> str:
+    """``path:line`` of the first frame outside the standard library and the shim: the code that asked."""
+    frame: Any = sys._getframe(1)
+    outermost = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        outermost = frame
+        if not (
+            filename.startswith(_SHIM_DIR)
+            or filename.startswith("<frozen ")
+            or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
+        ):
+            break
+        frame = frame.f_back
+    if outermost is None:
+        return "<unknown>"
+    location: str = f"{outermost.f_code.co_filename}:{outermost.f_lineno}"
+    return _clip(location, 300)
+
+
+def program() -> dict[str, Any]:
+    """The program's facts, read once per process: argv, the name ``[[program]]`` rules match, unit and pid."""
+    global _program
+    if _program is None:
+        argv = getattr(sys, "orig_argv", None) or [sys.executable, *getattr(sys, "argv", [])]
+        shown = [_clip(str(arg), 200) for arg in list(argv)[:32]]
+        name = None
+        try:
+            from . import _sources
+
+            name = _sources.invocation().program
+        except Exception:  # noqa: BLE001 - a strange sys.argv: the argv field still says what ran
+            pass
+        _program = {"pid": os.getpid(), "argv": shown, "program": name, "unit": unit()}
+    return _program
+
+
+#: The suffixes of the systemd units a process can run in.
+UNIT_SUFFIXES = (".service", ".scope", ".socket", ".mount", ".swap", ".timer", ".target", ".slice")
+
+
+def unit() -> str | None:
+    """The systemd unit this process runs in: ``$SYSTEMD_UNIT`` if set, else, under systemd (``INVOCATION_ID``),
+    the last unit named in ``/proc/self/cgroup``."""
+    named = os.environ.get("SYSTEMD_UNIT")
+    if named:
+        return _clip(named, 200)
+    if not os.environ.get("INVOCATION_ID"):
+        return None
+    try:
+        with open("/proc/self/cgroup", "rb") as file:
+            text = file.read(4096).decode("utf-8", "replace")
+    except OSError:
+        return None
+    for line in text.splitlines():
+        if line.startswith("0::") or ":name=systemd:" in line:
+            parts = [p for p in line.partition("::")[2].split("/") if p.endswith(UNIT_SUFFIXES)]
+            if not parts:
+                parts = [p for p in line.rpartition(":")[2].split("/") if p.endswith(UNIT_SUFFIXES)]
+            named = next((p for p in reversed(parts) if not p.endswith(".slice")), None)
+            if named:
+                return _clip(named, 200)
+    return None
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the two formats ---------------------------------------------------------------------------------------------------
+
+
+def describe(event: dict[str, Any]) -> str:
+    """The event as one line on stderr (without the ``urandom-shim:`` prefix, which :func:`_messages.emit` adds)."""
+    where = _messages.EVENT_WHERE.format(
+        call=event["call"],
+        caller=event["caller"],
+        simulated=_messages.EVENT_SIMULATED if event.get("simulated") else "",
+        boot_time=event["boot_time"],
+    )
+    if event["event"] == "repeat":
+        return _messages.EVENT_REPEAT.format(where=where, count=event["count"])
+    done = DONE[event["action"]].format(waited=event["waited"])
+    if event["mode"] == "report":
+        return _messages.EVENT_REPORT_ONLY.format(
+            where=where,
+            done=done,
+            policy=event["policy"],
+            source=event["policy_source"],
+            would=WOULD[event["would"]],
+        )
+    return _messages.EVENT_ENFORCED.format(
+        where=where, done=done, policy=event["policy"], source=event["policy_source"]
+    )
+
+
+def dumps(value: Any) -> str:
+    """JSON, as ``json.dumps`` with ``ensure_ascii`` writes it (plain ASCII, no control characters), for the few
+    types an event holds. (``json`` imports ``re``: about 1 ms on a path whose whole budget is a few.)"""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int):
+        return str(int(value))
+    if isinstance(value, float):
+        return repr(value) if value == value and value not in (float("inf"), float("-inf")) else "null"
+    if isinstance(value, str):
+        return '"' + "".join(_escape(char) for char in value) + '"'
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(dumps(item) for item in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ",".join(dumps(str(k)) + ":" + dumps(v) for k, v in value.items()) + "}"
+    return dumps(str(value))
+
+
+_ESCAPES = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape(char: str) -> str:
+    if " " <= char <= "~":
+        return _ESCAPES.get(char, char)
+    if char in _ESCAPES:
+        return _ESCAPES[char]
+    code = ord(char)
+    if code > 0xFFFF:
+        code -= 0x10000
+        return f"\\u{0xD800 + (code >> 10):04x}\\u{0xDC00 + (code & 0x3FF):04x}"
+    return f"\\u{code:04x}"
+
+
+def site_of(call: str) -> str:
+    """The call site (``_policies`` column) of a call as an event names it."""
+    if call.startswith("secrets."):
+        return "secrets"
+    if call.startswith("random.seed(") or call.startswith("import random"):
+        return "random._inst"
+    if call.endswith(" seeding"):
+        return "random.Random()"
+    return "os.urandom"
