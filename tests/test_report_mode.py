@@ -446,3 +446,27 @@ def test_an_event_in_both_the_file_and_the_journal_counts_once(tmp_path: Path) -
     report = _eventreport.gather(str(events), journal=False, journal_file=str(JOURNAL))
     (early,) = report["programs"]
     assert early["calls"][0]["count"] == 4  # the first call (from the file) and 3 more (the journal's repeat)
+
+
+def test_check_says_whether_events_can_be_written(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failed write is silent in a program; `check` is where an administrator learns why no events arrive."""
+    cases = {
+        tmp_path / "missing" / "events.jsonl": "its directory",
+        tmp_path / "events.jsonl": "created by the first event (mode 600)",
+        tmp_path: "not a regular file",
+    }
+    for path, expected in cases.items():
+        os.environ["URANDOM_SHIM_EVENTS"] = str(path)
+        try:
+            code, out = run_cli(capsys, "check", "--json")
+        finally:
+            del os.environ["URANDOM_SHIM_EVENTS"]
+        assert expected in json.loads(out)["events_file"], (path, out)
+    (tmp_path / "events.jsonl").write_text("")
+    os.environ["URANDOM_SHIM_EVENTS"] = str(tmp_path / "events.jsonl")
+    try:
+        code, out = run_cli(capsys, "check")
+    finally:
+        del os.environ["URANDOM_SHIM_EVENTS"]
+    section = out.split("\nEvents file\n", 1)[1].split("\n\n", 1)[0]
+    assert code == 0 and str(tmp_path / "events.jsonl") in section and section.endswith("appended to"), out

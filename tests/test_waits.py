@@ -149,7 +149,7 @@ def test_timeout_with_fallback_returns_best_effort_bytes_and_warns_once(shim: Ve
     assert ", then used best-effort bytes (timeout) under policy" in first and first.split(": ")[1].startswith(
         "waited 0."
     )
-    assert repeat.endswith(": 1 more such calls, not shown one by one.")
+    assert repeat.endswith(": 1 more like it, not shown one by one.")
     assert (
         "on_timeout 'fallback' (from environment variable URANDOM_SHIM_ON_TIMEOUT) returned best-effort bytes"
         in (lines[0])

@@ -17,7 +17,7 @@ import sys
 from _thread import _local
 from time import monotonic
 
-from . import _config, _hashseed, _hooks, _messages, _patching, _readiness, _runtime, _simulation
+from . import _config, _hooks, _messages, _patching, _readiness, _runtime, _simulation
 from ._messages import ENTROPY_HINT, bounded, emit
 from ._patching import NATIVE_URANDOM, Patcher, dress, is_wrapper, namespace, unwrap
 from ._policies import (
@@ -39,6 +39,9 @@ from ._state import state
 # What happened, as events name it (urandom_shim._events, which is loaded by the first event only).
 _UNTOUCHED, _WAITED, _RAISED, _BEST_EFFORT = "untouched", "waited", "raised", "best-effort"
 _TIMED_OUT_RAISED, _TIMED_OUT_BEST_EFFORT = "timed-out-raised", "timed-out-best-effort"
+
+#: urandom_shim._events.record once the first event has loaded it: an import statement costs microseconds a call.
+_EVENTS: dict[str, Any] = {}
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -223,11 +226,14 @@ class Engine:
 
     def _event(self, site: str, call: str, done: str, would: str, waited: float = 0.0) -> None:
         """Record one decision (:mod:`urandom_shim._events`, loaded by the first one)."""
-        try:
-            from . import _events
-        except Exception:  # noqa: BLE001 - at interpreter shutdown an import can fail; the call goes on
-            return
-        _events.record(self.settings, site, call, done, would, waited)
+        record = _EVENTS.get("record")
+        if record is None:
+            try:
+                from . import _events
+            except Exception:  # noqa: BLE001 - at interpreter shutdown an import can fail; the call goes on
+                return
+            record = _EVENTS["record"] = _events.record
+        record(self.settings, site, call, done, would, waited)
 
     def _wait(self, call: str) -> bool:
         """Wait as configured. True when ready; False when the timeout ran out."""
@@ -460,7 +466,9 @@ def boot(how: str = "pth") -> None:
 
 def start_unready() -> None:
     """Called by start-up when the CRNG is unready (or simulated so): resolve the configuration and engage."""
-    if _hashseed.MARK in os.environ:  # started by `urandom-shim run` with a hash seed of ours
+    if _config.ENV_HASHSEED in os.environ:  # started by `urandom-shim run` with a hash seed of ours
+        from . import _hashseed  # only then: a module costs about 0.4 M instructions to import
+
         _hashseed.pass_on(ready=_readiness.kernel_state() != _readiness.UNREADY)
     _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
     if _readiness.is_ready():  # e.g. a simulated window that has already closed

@@ -153,7 +153,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         spec = f"unready-until-file:{path}"
     settings = _settings_from(args)
     _launch.note_floor("simulate", settings)
-    if settings.get("mode") == _policies.REPORT:
+    if settings.get("mode", os.environ.get(_config.ENV_MODE)) == _policies.REPORT:
         return _simulate_and_report(args, settings, spec)
     env = _launch.command_environment(settings, simulate=spec)
     _launch.start_without_waiting(args.command, env)

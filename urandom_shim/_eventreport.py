@@ -262,7 +262,11 @@ def sentence(policy: str, by_outcome: dict[str, list[str]], longest: float) -> s
 
 
 def _count(names: list[str]) -> str:
-    return "1 program" if len(names) == 1 else f"{len(names)} programs"
+    return _plural(len(names), "program")
+
+
+def _plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
 def _names(names: list[str], shown: int = 5) -> str:
@@ -304,8 +308,8 @@ def lines(report: dict[str, Any]) -> list[str]:
         if source is None:
             continue
         where = source["path"] or "none"
-        found = f"{source['records']} events" + (
-            f", {source['skipped']} lines skipped" if source.get("skipped") else ""
+        found = _plural(source["records"], "event") + (
+            f", {_plural(source['skipped'], 'line')} skipped" if source.get("skipped") else ""
         )
         out.append(f"  {name:<15} {where}: {source['problem'] or found}")
     programs = report["programs"]

@@ -24,9 +24,9 @@ call in the window neither. It imports nothing but what is loaded already (``jso
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
-from _thread import allocate_lock
 
 from . import _messages, _simulation
 
@@ -72,11 +72,21 @@ WOULD = {
     "best-effort": _messages.EVENT_DONE_BEST_EFFORT,
 }
 
-_lock = allocate_lock()
-_pid = -1
-#: (call name, caller, policy, mode) -> [calls not written since the first one, the first event, its settings].
-_seen: dict[tuple[str, str, str, str], list[Any]] = {}
+#: (call name, code object and line of the caller, policy, mode) -> [calls not written since the first one, the
+#: first event, its settings]. A call after the first costs a frame walk and one dict lookup: no string is built.
+_seen: dict[tuple[object, ...], list[Any]] = {}
 _program: dict[str, Any] | None = None
+
+
+def _forked() -> None:
+    """In a forked child: count afresh, and read the program's facts (its pid) again."""
+    global _program
+    _seen.clear()
+    _program = None
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forked)
 
 
 # -- recording ---------------------------------------------------------------------------------------------------------
@@ -84,28 +94,17 @@ _program: dict[str, Any] | None = None
 
 def record(settings: Settings, site: str, call: str, action: str, would: str, waited: float = 0.0) -> None:
     """Record one decision: written at once if it is the first from its call site in this process, else counted."""
-    global _pid, _lock, _program
     try:
-        caller = caller_location()
-        key = (call.partition("(")[0], caller, settings.policy.value.name, settings.mode.value)
-        pid = os.getpid()
-        if pid != _pid:  # the first event of this process, or of a forked child: count afresh
-            _lock = allocate_lock()
-            _seen.clear()
-            _program = None
-            if _pid == -1:
-                import atexit
-
-                atexit.register(_at_exit)
-            _pid = pid
-        with _lock:
-            entry = _seen.get(key)
-            if entry is not None:
-                entry[0] += 1
-                return
-        event = _event(settings, site, call, caller, action, would, waited)
-        with _lock:
-            _seen[key] = [0, event, settings]
+        frame = caller_frame()
+        where = (None, 0) if frame is None else (frame.f_code, frame.f_lineno)
+        key = (call.partition("(")[0], *where, settings.policy.value, settings.mode.value)
+        fresh: list[Any] = [0, None, settings]
+        entry = _seen.setdefault(key, fresh)  # atomic: of two threads, one writes and the other counts
+        if entry is not fresh:
+            entry[0] += 1
+            return
+        event = _event(settings, site, call, location(frame), action, would, waited)
+        fresh[1] = event
         write(event, settings)
     except Exception:  # noqa: BLE001 - an event must never break the call it describes
         pass
@@ -136,13 +135,14 @@ def _event(
 
 def _at_exit() -> None:
     """One ``repeat`` event for each call site that made more calls than the one written."""
-    if os.getpid() != _pid:
-        return
     for count, first, settings in list(_seen.values()):
-        if count:
+        if count and first is not None:
             event = dict(first)
             event.update(event="repeat", boot_time=round(boot_time(), 3), count=count)
             write(event, settings)
+
+
+atexit.register(_at_exit)
 
 
 def write(event: dict[str, Any], settings: Settings) -> None:
@@ -188,8 +188,7 @@ def append(path: str, record: str) -> bool:
 
 def reset() -> None:
     """Count afresh, as a new process does: the next event of every call site is written (for tests)."""
-    with _lock:
-        _seen.clear()
+    _seen.clear()
 
 
 # -- the facts of an event -------------------------------------------------------------------------------------------
@@ -212,24 +211,43 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 
 
-def caller_location() -> str:
-    """``path:line`` of the first frame outside the standard library and the shim: the code that asked."""
-    frame: Any = sys._getframe(1)
-    outermost = None
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        outermost = frame
-        if not (
+#: File name -> whether its frames are skipped in looking for the caller (the shim's, the standard library's).
+_skipped: dict[str, bool] = {}
+
+
+def _skip(filename: str) -> bool:
+    skip = _skipped.get(filename)
+    if skip is None:
+        skip = _skipped[filename] = (
             filename.startswith(_SHIM_DIR)
             or filename.startswith("<frozen ")
             or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
-        ):
+        )
+    return skip
+
+
+def caller_frame() -> Any:
+    """The first frame outside the standard library and the shim: the code that asked (else the outermost)."""
+    frame: Any = sys._getframe(1)
+    outermost = None
+    while frame is not None:
+        outermost = frame
+        if not _skip(frame.f_code.co_filename):
             break
         frame = frame.f_back
-    if outermost is None:
+    return outermost
+
+
+def location(frame: Any) -> str:
+    """``path:line`` of ``frame``."""
+    if frame is None:
         return "<unknown>"
-    location: str = f"{outermost.f_code.co_filename}:{outermost.f_lineno}"
-    return _clip(location, 300)
+    return _clip(f"{frame.f_code.co_filename}:{frame.f_lineno}", 300)
+
+
+def caller_location() -> str:
+    """``path:line`` of the code that asked."""
+    return location(caller_frame())
 
 
 def program() -> dict[str, Any]:

@@ -319,7 +319,7 @@ EVENT_WHERE = "{call} called from {caller} before the kernel CRNG was ready{simu
 EVENT_SIMULATED = " (simulated)"
 EVENT_ENFORCED = "{where}: {done} under policy '{policy}' (from {source})."
 EVENT_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}."
-EVENT_REPEAT = "{where}: {count} more such calls, not shown one by one."
+EVENT_REPEAT = "{where}: {count} more like it, not shown one by one."
 # What happened ({done} above), and what the policy would have done ({would}).
 EVENT_DONE_UNTOUCHED = "left it to the interpreter ({waited:.2f} s)"
 EVENT_DONE_WAITED = "waited {waited:.2f} s for strong bytes"

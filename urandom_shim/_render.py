@@ -141,6 +141,9 @@ def check_lines(report: dict[str, Any]) -> list[str]:
     lines += rows([(k, value(s["value"]), f"from {s['source']}") for k, s in report["settings"].items()])
     lines += ["", "Started by `urandom-shim run` while the CRNG is not ready"]
     lines += rows([("interpreter start", report["run_start"])])
+    if report.get("events_file") is not None:
+        lines += ["", "Events file"]
+        lines += rows([(str(report["settings"]["events"]["value"]), report["events_file"])])
     if problems:
         lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
         lines += [f"  {line(p)}" for p in bounded(problems)]

@@ -219,6 +219,32 @@ def program(target: str | None) -> tuple[_sources.Invocation, str]:
     )
 
 
+def events_file_state(path: str | None) -> str | None:
+    """Whether this user's programs can append events to ``path``, in words; None when no events file is set. The
+    shim itself never says (a failed write is silent), so ``check`` does."""
+    if not path:
+        return None
+    directory = os.path.dirname(path) or "/"
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        if not os.path.isdir(directory):
+            return (
+                f"not written: its directory {directory} does not exist (the shim never creates it; create it at "
+                "boot with systemd-tmpfiles, see docs/reference/events.md)"
+            )
+        if not os.access(directory, os.W_OK | os.X_OK):
+            return f"not written by this user: it can't create files in {directory}"
+        return "created by the first event (mode 600)"
+    except OSError as exc:
+        return f"not written: {exc.strerror or exc}"
+    if found.st_mode & 0o170000 != 0o100000:
+        return "not written: it is not a regular file (a symlink, a FIFO or a directory is never written to)"
+    if not os.access(path, os.W_OK):
+        return "not written by this user: it may not write the file (its events are lost)"
+    return "appended to"
+
+
 def check_report(target: str | None) -> dict[str, Any]:
     """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
     would get, every source tried and what it contributed, and the problems an interpreter would print."""
@@ -237,6 +263,7 @@ def check_report(target: str | None) -> dict[str, Any]:
         "policy": settings.policy_value.name,
         "policy_source": settings.policy.source,
         "run_start": describe_run_start(settings),
+        "events_file": events_file_state(settings.events.value),
         "problems": problems,
         "clean": not problems,
     }
