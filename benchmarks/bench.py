@@ -12,6 +12,8 @@ Rows and targets (issue 2):
   per call after an unready-then-ready transition                             <= 1.05x
 - unready-path start-up (simulated, policy from the environment) of
   ``python -c "import os; os.urandom(1)"`` under legacy                       <= 1.5x
+- events (issue 20): the start-up cost of one event, on stderr, in the events file and in report mode, and the cost
+  of a call in the window that is counted rather than written
 
 Start-up rows compare medians of many interleaved runs; per-call rows compare the best of interleaved timeit repeats.
 A reference row shows what an empty .pth file alone costs: any .pth-based activation pays it (about 3% on 3.13,
@@ -79,9 +81,14 @@ def clean_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+#: Where the measured processes' stderr goes: an unready start under legacy prints one event line per run.
+DEVNULL = os.open(os.devnull, os.O_WRONLY)
+
+
 def time_start(python: str, args: list[str], env: dict[str, str]) -> float:
     start = time.perf_counter()
-    pid = os.posix_spawn(python, [python, *args], env)  # in this process's current directory
+    quiet = [(os.POSIX_SPAWN_DUP2, DEVNULL, 2)]
+    pid = os.posix_spawn(python, [python, *args], env, file_actions=quiet)  # in this process's current directory
     _, status = os.waitpid(pid, 0)
     took = time.perf_counter() - start
     if status != 0:
@@ -248,7 +255,56 @@ def main(argv: list[str] | None = None) -> int:
                 count = base if mode == "off" and not env else instructions(venv, ["-c", "pass"], env, mode)
                 if count:
                     print(f"  {label:<66} {count / 1e6:>8.2f}M {count / base:>6.3f}x")
+            event_rows(venv, base, Path(tmp))
     return 0
+
+
+#: One call in the simulated window: under legacy it makes one event (a line on stderr).
+ONE_CALL = ["-c", "import os; os.urandom(1)"]
+EVENT_PER_CALL = """
+import os, sys, timeit
+from urandom_shim import _activation
+if sys.argv[1] == "off":
+    _activation.Engine._event = lambda *args, **kwargs: None
+g = {"os": os}
+timer = timeit.Timer("os.urandom(32)", globals=g)
+n, _ = timer.autorange()
+print(min(timer.repeat(repeat=5, number=n)) / n)
+"""
+
+
+def event_rows(venv: Venv, base: int, tmp: Path) -> None:
+    """What events cost on the unready path (issue 20): the start-up of a program that makes one call in the window,
+    with its event on stderr, also in an events file, in report mode; against the same start-up making no call (no
+    event, and the events module never loaded); and a call in the window after the first (counted, not written)."""
+    unready = {"URANDOM_POLICY": "legacy", "URANDOM_SHIM_SIMULATE": "unready-forever"}
+    events = tmp / "events.jsonl"
+    print("\nevents on the unready path (simulated, legacy), start-up in CPU instructions (valgrind):")
+    rows = (
+        ("no call in the window: no event", ["-c", "pass"], unready),
+        ("one os.urandom(1) in the window: one event on stderr", ONE_CALL, unready),
+        ("the same, and the events file", ONE_CALL, {**unready, "URANDOM_SHIM_EVENTS": str(events)}),
+        ("the same in report mode (pep522), and the events file", ONE_CALL,
+         {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_SIMULATE": "unready-forever",
+          "URANDOM_SHIM_EVENTS": str(events)}),
+    )  # fmt: skip
+    first = None
+    for label, args, env in rows:
+        count = instructions(venv, args, env, "on")
+        if count is None:
+            return
+        first = first or count
+        print(f"  {label:<66} {count / 1e6:>8.2f}M {count / base:>6.3f}x  (+{(count - first) / 1e6:.2f}M)")
+    times = {}
+    for which in ("on", "off"):
+        out = subprocess.run(
+            [venv.python, "-c", EVENT_PER_CALL, which], capture_output=True, text=True, env=clean_env(unready)
+        )
+        times[which] = float(out.stdout)
+    print(
+        f"  os.urandom(32) in the window after the first (counted, not written): {times['on'] * 1e9:.0f} ns, "
+        f"{times['off'] * 1e9:.0f} ns without event code: {times['on'] / times['off']:.2f}x"
+    )
 
 
 if __name__ == "__main__":

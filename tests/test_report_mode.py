@@ -240,6 +240,10 @@ def test_report_skips_what_is_not_an_event_and_says_so(tmp_path: Path, capsys: p
     assert report["sources"]["events"]["records"] == 2 and report["sources"]["events"]["skipped"] == 2
     missing = json.loads(run_cli(capsys, "report", "--events", str(tmp_path / "none"), "--no-journal", "--json")[1])
     assert missing["sources"]["events"]["problem"] == "no such file" and missing["programs"] == []
+    # With nothing read, the report says so rather than give an empty verdict that looks like good news.
+    text = run_cli(capsys, "report", "--events", str(tmp_path / "none"), "--no-journal")[1]
+    assert "Nothing was read: no events file and no journal" in text, text
+    assert "No program asked" not in text
 
 
 def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -314,7 +314,13 @@ def lines(report: dict[str, Any]) -> list[str]:
         out.append(f"  {name:<15} {where}: {source['problem'] or found}")
     programs = report["programs"]
     out.append("")
-    if not programs:
+    read = [source for source in report["sources"].values() if source.get("records") or source.get("entries")]
+    if not programs and not read:
+        out.append(
+            "Nothing was read: no events file and no journal, so this report can't say what happened in the window. "
+            "Name the events file with --events PATH, or a saved journal with --journal-file PATH."
+        )
+    elif not programs:
         out.append("No program asked for randomness before the kernel CRNG was ready (or none was recorded).")
     for program in programs:
         first = program["first_call"]

@@ -16,7 +16,9 @@ Three layers, each cached where it can be:
    ``debugfs`` for the policy under test, booted as a first boot: no machine ID, no saved random seed, no entropy
    device, ``random.trust_cpu=off random.trust_bootloader=off``. The collector waits for the boot to finish, writes
    the journal (``journalctl -b -o json``) and ``systemd-analyze``'s views to ``/var/lib/urandom-shim-boot/``, and
-   powers off; the host reads them back with ``debugfs``.
+   powers off; the host reads them back with ``debugfs``. In a boot in report-only mode (:data:`REPORT_MARKER` in the
+   image), the collector also saves what ``urandom-shim report`` says in the guest (``--json``, and the text with
+   ``--fail-for pep522`` and its exit status) and a copy of the events file.
 """
 
 from __future__ import annotations
@@ -259,8 +261,7 @@ def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, 
         raise AssertionError(f"the guest did not power off within {timeout} s; console:\n{console[-6000:]}") from None
     wall = time.monotonic() - began
     console = out.stdout.decode(errors="replace") + out.stderr.decode(errors="replace")
-    names = ("journal.json", "analyze.txt", "blame.txt", "critical-chain.txt", "failed.txt", "state.txt")
-    files = {name: read_file(image, f"/var/lib/urandom-shim-boot/{name}", work) for name in names}
+    files = {name: read_file(image, f"{STATE}/{name}", work) for name in COLLECTED}
     kept = work / "collected"  # for a person reading a failure: the journal and systemd-analyze's views
     kept.mkdir(exist_ok=True)
     (kept / "console.txt").write_text(console)
@@ -272,6 +273,17 @@ def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, 
 
 HERE = Path(__file__).resolve().parent
 STATE = "/var/lib/urandom-shim-boot"
+#: A file whose presence makes the collector run ``urandom-shim report`` (the boot in report-only mode).
+REPORT_MARKER = "/etc/urandom-shim-boot-report"
+#: The events file of report-only mode, as the docs configure it.
+EVENTS_DIR = "/run/urandom-shim"
+EVENTS = f"{EVENTS_DIR}/events.jsonl"
+#: What the collector writes to STATE, and the host reads back: the journal and systemd-analyze's views; in report-only
+#: mode, the report (``--json`` and its exit status and stderr; the text with ``--fail-for pep522`` and its exit status),
+#: and the events file (a copy, and its directory's and its own type, mode and owner).
+COLLECTED = ("journal.json", "analyze.txt", "blame.txt", "critical-chain.txt", "failed.txt", "state.txt")
+COLLECTED += ("report.json", "report-json.err", "report-json.rc", "report.txt", "fail-for.rc")
+COLLECTED += ("events.jsonl", "events-stat.txt")
 
 #: Waits for the boot to finish (so systemd-analyze can answer), writes what the host reads back, and powers off.
 COLLECTOR_UNIT = """\
@@ -295,6 +307,14 @@ systemd-analyze blame > $d/blame.txt 2>&1
 systemd-analyze critical-chain > $d/critical-chain.txt 2>&1
 systemctl list-units --failed --no-legend --plain > $d/failed.txt 2>&1
 journalctl -b -o json > $d/journal.json 2>&1
+if [ -e {REPORT_MARKER} ]; then
+    /usr/local/bin/urandom-shim report --json > $d/report.json 2> $d/report-json.err
+    echo $? > $d/report-json.rc
+    /usr/local/bin/urandom-shim report --fail-for pep522 > $d/report.txt 2>&1
+    echo $? > $d/fail-for.rc
+    cp {EVENTS} $d/events.jsonl
+    stat -c '%n %F %a %U:%G' {EVENTS_DIR} {EVENTS} > $d/events-stat.txt 2>&1
+fi
 sync
 systemctl poweroff
 """
@@ -350,10 +370,28 @@ def boot_with_policy(
     qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, policy: str, work: Path, timeout: float = 300
 ) -> Boot:
     """One first boot of a copy of ``system`` with ``policy`` in /etc/urandom-shim.toml."""
+    machine = f'# the machine-wide policy of this boot\npolicy = "{policy}"\n'
+    return boot_with_files(qemu, accel, kernel, system, {"/etc/urandom-shim.toml": machine}, work, timeout)
+
+
+def boot_in_report_mode(
+    qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, files: dict[str, str], work: Path, timeout: float = 420
+) -> Boot:
+    """One first boot of a copy of ``system`` with ``files`` (the docs' report-mode machine file and tmpfiles.d
+    snippet), whose collector also saves what ``urandom-shim report`` says and the events file."""
+    marker = "# this boot is in report-only mode: the collector runs urandom-shim report\n"
+    return boot_with_files(qemu, accel, kernel, system, {**files, REPORT_MARKER: marker}, work, timeout)
+
+
+def boot_with_files(
+    qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, files: dict[str, str], work: Path, timeout: float
+) -> Boot:
+    """One first boot of a copy of ``system`` with ``files`` (absolute paths in directories the image has) in it."""
     work.mkdir(parents=True, exist_ok=True)
     image = work / "boot.ext4"
     run("cp", "--sparse=always", str(system), str(image))
-    put_file(image, "/etc/urandom-shim.toml", f'# the machine-wide policy of this boot\npolicy = "{policy}"\n', work)
+    for name, text in files.items():
+        put_file(image, name, text, work)
     try:
         return boot(qemu, accel, kernel, image, work, timeout)
     finally:

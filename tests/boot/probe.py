@@ -2,9 +2,10 @@
 
 Installed as the docs' programs (``python -m app``, ``/usr/local/sbin/setup-disks.py``,
 ``/usr/local/sbin/early-setup.py``); which one it is follows from how it was started. It records the CRNG's state at
-its first line (a ``GRND_NONBLOCK`` probe, which never waits and never initialises anything), the policy that applies
-with its source, and what its first call for randomness did: under ``pep522`` in the window that call raises and the
-unit fails, as designed. The ``app`` then serves on 127.0.0.1:8080, as the web service of the how-to would.
+its first line and again just before its first call for randomness (a ``GRND_NONBLOCK`` probe, which never waits and
+never initialises anything), the policy and mode that apply with their sources, and what that call did: under
+``pep522`` in the window that call raises and the unit fails, as designed; in report mode it behaves as ``native``.
+The ``app`` then serves on 127.0.0.1:8080, as the web service of the how-to would.
 """
 
 import json
@@ -48,9 +49,10 @@ def main():
 
         settings = urandom_shim.current_settings()
         facts.update(policy=settings.policy.value.name, policy_source=settings.policy.source)
+        facts.update(mode=settings.mode.value, mode_source=settings.mode.source, events=settings.events.value)
         facts["patched"] = hasattr(os.urandom, "__wrapped__")
     except ImportError:
-        facts["policy"] = None
+        facts["policy"] = facts["mode"] = None
     if name == "app":
         import secrets
 
@@ -61,6 +63,7 @@ def main():
         call, job = "uuid.uuid4()", uuid.uuid4  # a name for a temporary label: not secret
     else:
         call, job = "os.urandom(32)", lambda: os.urandom(32)  # a key
+    facts["crng_before_call"] = crng()
     began = time.monotonic()
     try:
         job()
