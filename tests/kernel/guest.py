@@ -89,6 +89,9 @@ def setup():
     os.makedirs("/proc", exist_ok=True)
     busybox("mount", "-t", "proc", "proc", "/proc")
     busybox("mount", "-t", "sysfs", "sysfs", "/sys")
+    events = os.environ.get("URANDOM_SHIM_EVENTS")
+    if events:  # the events file's directory, as systemd-tmpfiles makes /run/urandom-shim on a real boot
+        os.makedirs(os.path.dirname(events), exist_ok=True)
     import urandom_shim
 
     settings = urandom_shim.current_settings()
@@ -167,6 +170,10 @@ def urandom16():
     return len(os.urandom(16))
 
 
+def urandom16_hex():
+    return os.urandom(16).hex()
+
+
 def load_virtio_rng():
     """insmod the virtio-rng driver and its dependencies, listed in load order in /modules/order."""
     loaded = []
@@ -214,8 +221,33 @@ def scenario(name):
         import secrets
 
         timed("secrets.wait_for_system_rng()", secrets.wait_for_system_rng)
+    elif name == "report-mode":
+        timed("os.urandom(16)", urandom16_hex)
+        report_of_this_boot(os.environ["URANDOM_SHIM_EVENTS"])
     else:
         report("error", message="unknown scenario " + repr(name))
+
+
+def report_of_this_boot(events):
+    """`python -m urandom_shim report` on this boot's events file, as JSON and as text, and the file's records."""
+    import subprocess
+
+    command = [sys.executable, "-m", "urandom_shim", "report", "--events", events, "--no-journal"]
+    fields = {}
+    for form, extra in (("json", ["--json"]), ("text", [])):
+        done = subprocess.run(command + extra, capture_output=True, text=True)
+        fields[form] = {"returncode": done.returncode, "stdout": done.stdout, "stderr": done.stderr[-2000:]}
+    try:
+        fields["report"] = json.loads(fields["json"]["stdout"])
+        del fields["json"]["stdout"]  # what it printed is the report; kept only if it was not JSON
+    except ValueError as exc:
+        fields["report"] = {"error": str(exc)}
+    try:
+        with open(events) as f:
+            fields["events"] = [json.loads(line) for line in f]
+    except (OSError, ValueError) as exc:
+        fields["events"] = "unreadable: " + str(exc)
+    report("report", **fields)
 
 
 HWRNG = "/sys/class/misc/hw_random/rng_current"

@@ -11,12 +11,14 @@ Run alone with ``pytest -m kernel``. The first run fetches qemu, the kernel and 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import kernel_image
 import kernel_provision
 import pytest
+from conftest import EVENT_LINE, events_in
 
 import debian
 from debian import unavailable
@@ -24,6 +26,7 @@ from debian import unavailable
 pytestmark = pytest.mark.kernel
 
 PEP522_TEXT = "system random number generator is not ready; see secrets.token_bytes()"
+REPORT_ONLY = "urandom-shim: report-only: "
 
 #: The machine's configuration file inside every image: the init-script case, where no pyproject and no environment
 #: exist, and the machine names the program. Scenarios that set URANDOM_POLICY outrank it (and check that they do).
@@ -40,6 +43,13 @@ AT_ONCE = 0.1  # "returns at once": the target for legacy is well under 100 ms (
 
 #: What every policy must do at once, before anything else: what an init script imports first.
 NEVER_BLOCK = ("import random", "random.random()", "tempfile.mkstemp()")
+
+#: What the steps that never block may print: the events (docs/reference/events.md) of their seeding of `random`,
+#: which never waits. Under a policy it took best-effort bytes; in report mode it was the interpreter's own seeding.
+SEEDING_EVENT = re.compile(
+    r"^(import random|Random\(\) seeding) @ init:\d+: used best-effort bytes without waiting under policy "
+    r"|^report-only: (import random|Random\(\) seeding) @ init:\d+: left it to the interpreter \(0\.00 s\); policy "
+)
 
 #: Steps after the main call that the summary table shows too.
 FOLLOW_UPS = ("secrets.wait_for_system_rng()", "secrets.token_hex(16)")
@@ -120,6 +130,8 @@ def boot(
     start, facts = result["start"], result["boot"]
     main = result[main_step]
     then = [f"{step} {result.steps[step]['duration'] * 1000:.0f} ms" for step in FOLLOW_UPS if step in result.steps]
+    if "report" in result.steps:
+        then.append(verdict_cell(result["report"]))
     summarise(
         guest,
         record,
@@ -148,8 +160,22 @@ def boot(
         assert result[step]["probe_after"] == "eagain", f"{step} made the kernel initialise: it blocked"
         # The probe above proves it; the bound is room for a loaded host under TCG (a block is a second or more).
         assert result[step]["duration"] < 3.0, result[step]
-        assert result[step]["diagnostics"] == []
+        assert warnings(result[step]) == [], result[step]
+        assert all(SEEDING_EVENT.match(event) for event in events_in("\n".join(result[step]["diagnostics"]))), step
     return result
+
+
+def warnings(step: dict[str, Any]) -> list[str]:
+    """The shim's lines of ``step`` that are not events (docs/reference/events.md): its diagnostics and warnings."""
+    return [line for line in step["diagnostics"] if not EVENT_LINE.match(line)]
+
+
+def verdict_cell(step: dict[str, Any]) -> str:
+    """What the summary table shows of ``urandom-shim report``: the wait it measured and pep522's verdict."""
+    report = step.get("report", {})
+    waits = [call["waited"] for program in report.get("programs", []) for call in program["calls"]]
+    raises = report.get("verdict", {}).get("pep522", {}).get("raise") or ["none"]
+    return f"report: waited {max(waits, default=0.0):.2f} s; under pep522 would raise: {', '.join(raises)}"
 
 
 def test_native_is_the_interpreters_own_pep524_wait(guest: Guest, record_property: Any) -> None:
@@ -185,7 +211,7 @@ def test_pep524_blocks_then_returns_and_says_why_it_waits(guest: Guest, record_p
     assert call["outcome"] == "returned" and call["value"] == 16
     assert 0.2 <= call["duration"] < LONGEST_WAIT, "it must have waited past warn_after"
     assert call["probe_after"] == "ready"
-    (diagnostic,) = call["diagnostics"]
+    (diagnostic,) = warnings(call)
     assert diagnostic.startswith("urandom-shim: os.urandom(16) has been waiting 0.2 s for the kernel's random")
     assert "policy 'pep524' (from environment variable URANDOM_POLICY)" in diagnostic
 
@@ -219,7 +245,7 @@ def test_timeout_with_on_timeout_fallback(guest: Guest, record_property: Any) ->
     call = result["os.urandom(16)"]
     assert call["outcome"] == "returned" and call["value"] == 16, call
     assert 0.2 <= call["duration"] < 0.8, call
-    (warning,) = call["diagnostics"]
+    (warning,) = warnings(call)
     assert warning.startswith("urandom-shim: os.urandom(16): the kernel's random number generator was still not")
     assert "returned best-effort bytes that may be predictable" in warning
 
@@ -247,6 +273,92 @@ def test_policy_from_the_machine_config_file_for_an_init_script(guest: Guest, re
     assert "(from /etc/urandom-shim.toml (machine file) [[program]] match = 'init')" in raised["message"]
     waited = result["secrets.wait_for_system_rng()"]
     assert waited["outcome"] == "returned" and waited["value"] is True and waited["probe_after"] == "ready"
+
+
+#: The events file inside the guest: the path the docs suggest, in the guest's /run (the guest makes its directory,
+#: as systemd-tmpfiles does on a real boot).
+GUEST_EVENTS = "/run/urandom-shim/events.jsonl"
+
+
+def guest_line(text: str) -> int:
+    """The line of ``text`` in the guest's /init: guest.py's line, after the ``#!`` line the image puts first."""
+    return kernel_image.GUEST.read_text().splitlines().index(text) + 2
+
+
+def test_report_mode_behaves_as_native_and_the_verdict_matches_what_the_boot_did(
+    guest: Guest, record_property: Any
+) -> None:
+    """pep522 in report mode: /init's os.urandom(16) in the window waits in the kernel as the interpreter's own does,
+    and ``urandom-shim report`` on the boot's events says that pep522 would have raised there, that legacy would have
+    used weak bytes and that pep524 would have waited, as long as the call really did."""
+    settings = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_EVENTS": GUEST_EVENTS}
+    result = boot(guest, record_property, "report-mode", settings)
+    assert result["boot"]["patched"] is True, "report mode watches every call site"
+    assert result["boot"]["policy"] == "pep522"
+    # Not vacuous: the last probe before the call still saw EAGAIN, so the call was made in the window, where pep522
+    # enforced raises BlockingIOError (test_pep522_raises_then_wait_for_system_rng_then_succeeds).
+    assert result["tempfile.mkstemp()"]["probe_after"] == "eagain"
+    call = result["os.urandom(16)"]
+    # Report mode behaves as native: no BlockingIOError, and the interpreter's own os.urandom() blocked in the kernel
+    # until the CRNG was ready (its jitter wait, about a second here), so its bytes are the initialised CRNG's.
+    assert call["outcome"] == "returned", call
+    assert AT_ONCE < call["duration"] < LONGEST_WAIT, call
+    assert call["probe_after"] == "ready", call
+    value = bytes.fromhex(call["value"])
+    assert len(value) == 16 and value != bytes(16), call
+
+    step = result["report"]
+    record_property("kernel_report_text", step["text"].get("stdout", ""))
+    assert step["json"] == {"returncode": 0, "stderr": ""}, step["json"]
+    assert step["text"]["returncode"] == 0 and step["text"]["stderr"] == "", step["text"]
+    report = step["report"]
+    assert report["sources"]["events"] == {"path": GUEST_EVENTS, "records": 3, "skipped": 0, "problem": None}
+    # The events file: the call, and the two seedings of `random` by the steps before it, by /init (pid 1).
+    events = {event["call"]: event for event in step["events"]}
+    assert list(events) == ["import random", "Random() seeding", "os.urandom(16)"], step["events"]
+    for event in events.values():
+        assert (event["event"], event["pid"], event["program"], event["unit"]) == ("call", 1, "init", None), event
+        assert (event["policy"], event["policy_source"]) == ("pep522", "environment variable URANDOM_POLICY")
+        assert (event["mode"], event["action"], event["simulated"]) == ("report", "untouched", None), event
+    event = events["os.urandom(16)"]
+    caller = f"/init:{guest_line('    return os.urandom(16).hex()')}"
+    assert (event["site"], event["caller"], event["would"]) == ("os.urandom", caller, "raise"), event
+    assert events["import random"]["would"] == events["Random() seeding"]["would"] == "best-effort"
+    # The line on stderr says the same, in words.
+    assert call["diagnostics"] == [
+        f"{REPORT_ONLY}os.urandom(16) called from {caller} before the kernel CRNG was ready, {event['boot_time']:.2f} "
+        f"s after boot: left it to the interpreter ({event['waited']:.2f} s); policy 'pep522' (from environment "
+        "variable URANDOM_POLICY) would have raised BlockingIOError."
+    ]
+
+    # The report: exactly that program, with that call as it happened.
+    (program,) = report["programs"]
+    assert program["name"] == "init" and program["pids"] == [1], program
+    (urandom,) = [found for found in program["calls"] if found["site"] == "os.urandom"]
+    assert (urandom["call"], urandom["caller"], urandom["count"]) == ("os.urandom(16)", caller, 1), urandom
+    assert (urandom["action"], urandom["would"], urandom["mode"]) == ("untouched", "raise", "report"), urandom
+    # The wait the shim measured is the wait the guest measured around the same call.
+    assert 0.5 * call["duration"] <= urandom["waited"] <= call["duration"] + 0.5, (urandom, call)
+    assert {found["site"] for found in program["calls"]} == {"os.urandom", "random._inst", "random.Random()"}
+    assert program["under"] == {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"}
+    verdict = report["verdict"]
+    assert (verdict["pep522"]["raise"], verdict["pep522"]["weak"], verdict["pep522"]["wait"]) == (["init"], [], [])
+    assert (verdict["legacy"]["weak"], verdict["legacy"]["raise"], verdict["legacy"]["wait"]) == (["init"], [], [])
+    assert (verdict["pep524"]["wait"], verdict["pep524"]["raise"], verdict["pep524"]["weak"]) == (["init"], [], [])
+    assert verdict["native"]["wait"] == ["init"]
+    assert verdict["pep524"]["longest_measured_wait"] == urandom["waited"]
+
+    # When: the call began before the kernel logged "crng init done" (read from /dev/kmsg, as root), and was
+    # released when it did: the call was in the window, and it ended with it.
+    crng = report["crng_init_done"]
+    assert isinstance(crng, float) and report["sources"]["kernel"] == {"crng_init_done": crng, "source": "/dev/kmsg"}
+    assert crng == result["end"]["crng_ready_at"], "the guest's own reading of the kernel log"
+    assert result.boot_time < event["boot_time"] < crng, (result.boot_time, event, crng)
+    assert abs(event["boot_time"] + event["waited"] - crng) < 0.5, (event, crng)
+    assert program["first_call_after_crng"] < 0, program
+    text = step["text"]["stdout"]
+    assert f"  crng init done  {crng:.2f} s after boot (from /dev/kmsg)\n" in text, text
+    assert "\nVerdict:\n" in text and "  under pep522, 1 program would raise BlockingIOError: init.\n" in text, text
 
 
 def test_without_pythonhashseed_the_interpreters_start_up_initialises_the_crng(
