@@ -611,12 +611,37 @@ def test_the_stall_of_cloud_init_local_on_the_sample() -> None:
     assert stall["lost"] == 1.64
     assert round(stall["first_line"], 2) == 19.41
     assert stall["exe"] == "/usr/bin/python3.11"
-    assert set(stall) == {"unit", "started", "first_line", "crng_init_done", "lost", "exe", "avoid"}
+    assert set(stall) == {"unit", "started", "first_line", "crng_init_done", "lost", "exe", "python", "note", "avoid"}
+    assert stall["python"] is True and stall["note"] is None
     run, hashseed, entropy = stall["avoid"]
     assert "`urandom-shim run --policy legacy -- /usr/bin/python3 /usr/bin/cloud-init init --local`" in run
     assert "PYTHONHASHSEED" in run and "floor" in run
     assert "Environment=PYTHONHASHSEED=0 in cloud-init-local.service" in hashseed
     assert "virtio-rng" in entropy and "systemd-random-seed" in entropy
+
+
+def through(comm: str, exe: str, cmdline: str) -> list[dict[str, Any]]:
+    """The sample, with cloud-init-local's lines written by another program."""
+    entries = sample()
+    for entry in entries:
+        if entry.get("_SYSTEMD_UNIT") == "cloud-init-local.service":
+            entry.update(_COMM=comm, _EXE=exe, _CMDLINE=cmdline)
+    return entries
+
+
+def test_a_stall_behind_tee_as_a_real_debian_boot_logs_cloud_init() -> None:
+    """Debian's cloud.cfg sends cloud-init's output through `tee -a /var/log/cloud-init-output.log`: the journal sees
+    tee, not Python (measured on the real boots of tests/boot). The stall is still reported, saying so."""
+    entries = through("tee", "/usr/bin/tee", "tee -a /var/log/cloud-init-output.log")
+    (stall,) = _bootlog.stalls(entries, 17.400312)
+    assert stall["unit"] == "cloud-init-local.service" and stall["lost"] == 1.64 and stall["python"] is None
+    assert "through tee, so the journal does not name its interpreter" in stall["note"]
+    assert "`urandom-shim run --policy legacy -- ...`" in stall["avoid"][0]  # not tee's command line
+
+
+def test_a_unit_that_runs_no_python_is_no_stall() -> None:
+    entries = through("bash", "/usr/bin/bash", "/bin/bash /usr/local/sbin/setup.sh")
+    assert _bootlog.stalls(entries, 17.400312) == []
 
 
 def test_what_the_sample_holds_that_is_no_stall() -> None:

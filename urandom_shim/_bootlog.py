@@ -57,6 +57,10 @@ STALL_AVOID_HASHSEED = (
     "Or set Environment=PYTHONHASHSEED=0 in {unit}: hash randomisation is then off for that program, acceptable for "
     "a boot-time tool that hashes no attacker-controlled keys."
 )
+STALL_THROUGH_PIPE = (
+    "its output reaches the journal through {exe}, so the journal does not name its interpreter; if it runs Python, "
+    "this is what that interpreter lost"
+)
 STALL_AVOID_ENTROPY = (
     "Or give the machine an entropy source (virtio-rng, a hardware RNG, or the seed systemd-random-seed saves for "
     "the next boot), so that the CRNG is ready before {unit} starts."
@@ -496,7 +500,7 @@ def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[
     if release is not None and release < STALLING_KERNEL:
         return []
     starts: dict[str, list[float]] = {}
-    python: dict[str, list[tuple[float, dict[str, Any]]]] = {}
+    own_lines: dict[str, list[tuple[float, dict[str, Any]]]] = {}
     for entry in entries:
         time = at(entry)
         if time != time:  # NaN: no time
@@ -505,22 +509,30 @@ def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[
         if unit is not None:
             starts.setdefault(unit, []).append(time)
         own = field(entry, "_SYSTEMD_UNIT")
-        if own is not None and is_python(entry):
-            python.setdefault(own, []).append((time, entry))
+        if own is not None and field(entry, "_PID") != "1":
+            own_lines.setdefault(own, []).append((time, entry))
     found = []
     for unit, times in starts.items():
         before = [time for time in times if time < crng_done]
-        if not before or unit not in python:
+        if not before or unit not in own_lines:
             continue
         started = max(before)  # its last start before the CRNG's; a later one is another run
         until = min((time for time in times if time > started), default=float("inf"))
-        lines = [(time, entry) for time, entry in python[unit] if started <= time < until]
-        if not lines:
-            continue
-        first_line, entry = min(lines, key=lambda line: line[0])
-        if first_line < crng_done:
-            continue  # its Python ran in the window: the shim saw what it did
-        command = field(entry, "_CMDLINE") or "..."
+        lines = sorted(
+            ((time, entry) for time, entry in own_lines[unit] if started <= time < until), key=lambda line: line[0]
+        )
+        if not lines or lines[0][0] < crng_done:
+            continue  # it wrote nothing, or it ran in the window: then the shim saw what it did
+        pythons = [(time, entry) for time, entry in lines if is_python(entry)]
+        if pythons:
+            first_line, entry = pythons[0]
+            python: bool | None = True
+        elif all(is_pass_through(entry) for _time, entry in lines):
+            # cloud-init on Debian: its output goes through `tee`, which is all the journal sees of it.
+            (first_line, entry), python = lines[0], None
+        else:
+            continue  # not Python: its start does not read a hash secret
+        command = field(entry, "_CMDLINE") if python else None
         found.append(
             {
                 "unit": unit,
@@ -529,14 +541,29 @@ def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[
                 "crng_init_done": crng_done,
                 "lost": round(crng_done - started, 2),
                 "exe": field(entry, "_EXE") or field(entry, "_COMM"),
+                "python": python,
+                "note": None if python else STALL_THROUGH_PIPE.format(exe=field(entry, "_COMM") or "a pipe"),
                 "avoid": [
-                    STALL_AVOID_RUN.format(command=command if len(command) <= 120 else command[:119] + "…"),
+                    STALL_AVOID_RUN.format(
+                        command="..." if not command else command if len(command) <= 120 else command[:119] + "…"
+                    ),
                     STALL_AVOID_HASHSEED.format(unit=unit),
                     STALL_AVOID_ENTROPY.format(unit=unit),
                 ],
             }
         )
     return sorted(found, key=lambda stall: stall["started"])
+
+
+#: Programs that pass another program's output on to the journal: a unit whose lines all come from one of these
+#: may run Python behind it (cloud-init's output goes through `tee -a /var/log/cloud-init-output.log`).
+PASS_THROUGH = ("tee", "logger", "systemd-cat", "cat")
+
+
+def is_pass_through(entry: dict[str, Any]) -> bool:
+    exe = field(entry, "_EXE")
+    name = os.path.basename(exe) if exe else field(entry, "_COMM")
+    return name in PASS_THROUGH
 
 
 def started_unit(entry: dict[str, Any]) -> str | None:

@@ -355,6 +355,8 @@ def lines(report: dict[str, Any]) -> list[str]:
             f"{stall['unit']}: started {stall['started']:.2f} s after boot, {stall['lost']:.2f} s before crng init "
             f"done; its first line came at {stall['first_line']:.2f} s."
         )
+        if stall.get("note"):
+            out.append(f"  Note: {stall['note']}.")
         out.append(
             "  Its Python interpreter waited for the kernel CRNG while reading its hash secret, before the shim "
             "could run: up to that long was lost. To avoid it:"
