@@ -16,7 +16,9 @@ BLOCK = re.compile(r"^```ini\n(# (/etc/systemd/system/\S+)\n.*?)^```$", re.MULTI
 #: The pages that show report-only mode's files: the how-to first, whose machine file is the one installed.
 REPORT_PAGES = ("howto/strict-rollout.md", "reference/events.md")
 #: A ``toml`` block that starts with ``# /etc/urandom-shim.toml`` and turns report mode on.
-MACHINE_FILE = re.compile(r"^```toml\n(# /etc/urandom-shim\.toml\n(?:(?!^```).)*?^mode = \"report\".*?)^```$", re.M | re.S)
+MACHINE_FILE = re.compile(
+    r"^```toml\n(# /etc/urandom-shim\.toml\n(?:(?!^```).)*?^mode = \"report\".*?)^```$", re.M | re.S
+)
 #: ``cat >/etc/tmpfiles.d/NAME <<'EOF'`` … ``EOF`` in a shell block.
 TMPFILES = re.compile(r"^cat >(/etc/tmpfiles\.d/\S+) <<'EOF'\n(.*?\n)EOF$", re.MULTILINE | re.DOTALL)
 
@@ -51,7 +53,7 @@ def report_mode() -> dict[str, str]:
             tmpfiles[path] = snippet
     if machine is None or len(tmpfiles) != 1:
         raise AssertionError(
-            f"{' and '.join(REPORT_PAGES)} no longer show one /etc/urandom-shim.toml with mode = \"report\" and one "
+            f'{" and ".join(REPORT_PAGES)} no longer show one /etc/urandom-shim.toml with mode = "report" and one '
             f"tmpfiles.d snippet (found {len(tmpfiles)} snippets): the report-mode boot installs them word for word"
         )
     return {"/etc/urandom-shim.toml": machine, **tmpfiles}

@@ -5,8 +5,14 @@ Each test is one first boot of the same system (``boot_image``) with one machine
 are the docs' own (``docs_units``); each program in them is ``probe.py``, which writes one line of facts to the
 journal. Every assertion is made here, on the journal the guest collected, never on the guest's word alone.
 
-Which boots run: :data:`IN_EVERY_RUN` (two per kernel, about a minute each under TCG) in every ``bash tests/run``;
-all eight with ``URANDOM_SHIM_BOOT_ALL=1``; none with ``URANDOM_SHIM_BOOT=0``. Every boot alone::
+One more boot per kernel runs the machine in report-only mode, as ``docs/howto/strict-rollout.md`` sets it up (its
+``/etc/urandom-shim.toml``: ``pep522``, ``mode = "report"``, events to ``/run/urandom-shim/events.jsonl``, and its
+tmpfiles.d snippet, word for word): nothing may fail, and what ``urandom-shim report`` says in the guest is checked
+against what the journal shows the boot did.
+
+Which boots run: :data:`IN_EVERY_RUN` (two per kernel, about a minute each under TCG) and
+:data:`REPORT_IN_EVERY_RUN` (one report-mode boot) in every ``bash tests/run``; all ten with
+``URANDOM_SHIM_BOOT_ALL=1``; none with ``URANDOM_SHIM_BOOT=0``. Every boot alone::
 
     URANDOM_SHIM_BOOT_ALL=1 URANDOM_SHIM_TEST_PYTHONS=/usr/bin/python3 bash tests/run -m boot
 
@@ -46,9 +52,50 @@ CLOUD_INIT = ("cloud-init-local.service", "cloud-init.service", "cloud-config.se
 #: "Returns at once": legacy's bytes in the window (measured: under 1 ms).
 AT_ONCE = 0.1
 
+#: The report-mode boot in every run: 6.12, whose early units started a little longer before ``crng init done`` than
+#: 6.1's in every boot measured so far (0.93 to 0.98 s against 0.88 to 0.94 s), so the likelier to meet the window.
+REPORT_IN_EVERY_RUN = {"6.12"}
+#: The programs of the probes, as boot_image installs them: an event's caller is a line of one of these.
+PROBE_FILES = {
+    "early-setup": "/usr/local/sbin/early-setup.py",
+    "app": "/opt/app/venv/lib/python3.11/site-packages/app/__main__.py",
+    "setup-disks": "/usr/local/sbin/setup-disks.py",
+    "cloud-final-probe": "/usr/local/sbin/cloud-final-probe.py",
+}
+#: What the policy each probe's unit gives it would do with the probe's call in the window (the policy table of
+#: SPEC.md, section 2), which a report-mode event records as ``would``.
+WOULD = {
+    "early-setup": "raise",  # os.urandom(32) under the machine's pep522
+    "app": "wait",  # secrets.token_hex(32) under pep522 (its unit's URANDOM_POLICY): secrets waits
+    "setup-disks": "best-effort",  # uuid.uuid4(), that is os.urandom(16), under `run --policy legacy`
+    "cloud-final-probe": "wait",  # os.urandom(32) under pep524 (the drop-in's URANDOM_POLICY)
+}
+#: The probes whose call raises under pep522: os.urandom() raises, secrets waits. The verdict's pep522 list.
+RAISE_UNDER_PEP522 = {"early-setup", "setup-disks", "cloud-final-probe"}
+#: Units whose first process is a Python interpreter and which log nothing before it runs, so that their first line in
+#: the journal comes after their Python started (cloud-init's lines reach the journal through the `tee` it starts,
+#: Debian's 05_logging.cfg): the stalls the test works out for itself, whether or not the report lists them.
+PYTHON_UNITS = ("cloud-init-local.service", "early-setup.service")
+#: Two times from the same journal agree to this (seconds).
+CLOSE = 0.01
+MACHINE_SOURCE = "/etc/urandom-shim.toml (machine file)"
+
 
 def selected(kernel: str, policy: str) -> bool:
-    return (kernel, policy) in IN_EVERY_RUN or os.environ.get("URANDOM_SHIM_BOOT_ALL", "") not in ("", "0")
+    return (kernel, policy) in IN_EVERY_RUN or every_boot()
+
+
+def every_boot() -> bool:
+    return os.environ.get("URANDOM_SHIM_BOOT_ALL", "") not in ("", "0")
+
+
+def skip_unless_booting(selected: bool) -> None:
+    if os.environ.get("URANDOM_SHIM_BOOT", "") == "0":
+        pytest.skip("URANDOM_SHIM_BOOT=0: the real Debian boots are turned off")
+    if not in_this_session():
+        pytest.skip("the real boots run once, in the session of Debian's /usr/bin/python3")
+    if not selected:
+        pytest.skip("not in every run: URANDOM_SHIM_BOOT_ALL=1 bash tests/run -m boot runs every boot")
 
 
 def in_this_session() -> bool:
@@ -119,6 +166,10 @@ class Journal:
     def lines(self, unit: str) -> list[tuple[float, str]]:
         return [(at(e), message(e)) for e in self.entries if e.get("_SYSTEMD_UNIT") == unit]
 
+    def shim_lines(self) -> list[tuple[str | None, str]]:
+        """(unit, text) of every line of the shim's in the journal (``urandom-shim: ...`` on some unit's stderr)."""
+        return [(e.get("_SYSTEMD_UNIT"), message(e)) for e in self.entries if message(e).startswith("urandom-shim: ")]
+
     def probes(self) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
         for entry in self.entries:
@@ -171,17 +222,44 @@ def summarise(record: Any, kernel: boot_image.Kernel, policy: str, boot: boot_im
     record("boot_result", row)
 
 
+def assert_the_docs_units_ran(journal: Journal, probes: dict[str, dict[str, Any]], policy: str) -> None:
+    """Every probe ran under the unit the docs put it in, with the policy and source the docs promise; app.service's
+    documented wait was bounded; cloud-init ran every stage and made its random root password."""
+    assert set(probes) == set(PROBES), (sorted(probes), journal.boot.console[-4000:])
+    for name, unit in PROBES.items():
+        assert probes[name]["unit"] == unit, probes[name]
+    early = probes["early-setup"]
+    assert (early["policy"], early["policy_source"]) == (policy, MACHINE_SOURCE), early
+    assert (probes["app"]["policy"], probes["app"]["policy_source"]) == (
+        "pep522",
+        "environment variable URANDOM_POLICY",
+    )
+    assert probes["setup-disks"]["policy"] == "legacy", probes["setup-disks"]
+    cloud_final = probes["cloud-final-probe"]
+    assert (cloud_final["policy"], cloud_final["policy_source"]) == ("pep524", "environment variable URANDOM_POLICY")
+
+    # The documented wait is bounded: app.service's `ExecStartPre=urandom-shim wait --timeout 30` let it start
+    # within its timeout, and never gave up.
+    app_started = journal.unit_started("app.service")
+    assert app_started is not None and probes["app"]["first_line"] - app_started < 30, (app_started, probes["app"])
+    assert not [text for _, text in journal.lines("app.service") if "still not ready" in text]
+
+    # cloud-init ran every stage, and made its random root password.
+    for unit in CLOUD_INIT:
+        assert journal.unit_started(unit) is not None, f"{unit} never started"
+    assert first_line_of(journal, "cloud-config.service", r"password changed for root") is not None
+
+
+def failed_units(boot: boot_image.Boot) -> set[str]:
+    return {unit for unit in (boot.files.get("failed.txt") or "").split() if unit.endswith(".service")}
+
+
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize("series", KERNELS)
 def test_a_first_boot_with_the_shim_system_wide(
     host: Host, system: Path, tmp_path: Path, record_property: Any, series: str, policy: str
 ) -> None:
-    if os.environ.get("URANDOM_SHIM_BOOT", "") == "0":
-        pytest.skip("URANDOM_SHIM_BOOT=0: the real Debian boots are turned off")
-    if not in_this_session():
-        pytest.skip("the real boots run once, in the session of Debian's /usr/bin/python3")
-    if not selected(series, policy):
-        pytest.skip("not in every run: URANDOM_SHIM_BOOT_ALL=1 bash tests/run -m boot runs every boot")
+    skip_unless_booting(selected(series, policy))
     kernel = boot_image.Kernel(host.base, series)
     with Lock(boot_image.cache_dir() / ".boot-lock"):  # one TCG guest at a time on a 2-core machine
         boot = boot_image.boot_with_policy(host.qemu, host.accel, kernel, system, policy, tmp_path)
@@ -196,20 +274,10 @@ def test_a_first_boot_with_the_shim_system_wide(
     state = (boot.files.get("state.txt") or "").strip()
     assert state in ("running", "degraded"), state
 
-    # Every probe ran under the unit the docs put it in, with the policy and source the docs promise.
-    assert set(probes) == set(PROBES), (sorted(probes), boot.console[-4000:])
-    for name, unit in PROBES.items():
-        assert probes[name]["unit"] == unit, probes[name]
-    machine = "/etc/urandom-shim.toml (machine file)"
+    # Every probe ran under the unit the docs put it in, with the policy and source the docs promise; the docs'
+    # other promises held (app's wait, cloud-init's password).
+    assert_the_docs_units_ran(journal, probes, policy)
     early = probes["early-setup"]
-    assert (early["policy"], early["policy_source"]) == (policy, machine), early
-    assert (probes["app"]["policy"], probes["app"]["policy_source"]) == (
-        "pep522",
-        "environment variable URANDOM_POLICY",
-    )
-    assert probes["setup-disks"]["policy"] == "legacy", probes["setup-disks"]
-    cloud_final = probes["cloud-final-probe"]
-    assert (cloud_final["policy"], cloud_final["policy_source"]) == ("pep524", "environment variable URANDOM_POLICY")
 
     # The early unit: what the policy did, if its first call met the window; and never a weak hash seed unless legacy.
     if policy != "legacy":
@@ -226,17 +294,149 @@ def test_a_first_boot_with_the_shim_system_wide(
         assert early["first_line"] >= ready - 0.05, (early, ready)
 
     # No unit failed, except the early unit under pep522 in the window, which is designed to.
-    failed = set(row_unit for row_unit in (boot.files.get("failed.txt") or "").split() if row_unit.endswith(".service"))
+    failed = failed_units(boot)
     designed = {"early-setup.service"} if policy == "pep522" and early["outcome"] != "returned" else set()
     assert failed <= designed, (failed, boot.files.get("blame.txt"))
 
-    # The documented wait is bounded: app.service's `ExecStartPre=urandom-shim wait --timeout 30` let it start
-    # within its timeout, and never gave up.
-    app_started = journal.unit_started("app.service")
-    assert app_started is not None and probes["app"]["first_line"] - app_started < 30, (app_started, probes["app"])
-    assert not [text for _, text in journal.lines("app.service") if "still not ready" in text]
 
-    # cloud-init ran every stage, and made its random root password.
-    for unit in CLOUD_INIT:
-        assert journal.unit_started(unit) is not None, f"{unit} never started"
-    assert first_line_of(journal, "cloud-config.service", r"password changed for root") is not None
+# -- report-only mode ----------------------------------------------------------------------------------------------
+
+
+def stall_in_journal(journal: Journal, unit: str, ready: float) -> dict[str, Any]:
+    """What the journal says of ``unit``, worked out here: when systemd started it, its first line after that, and
+    whether it stalled (started before ``crng init done``, first line after it)."""
+    started = journal.unit_started(unit)
+    first = None
+    if started is not None:
+        first = min((when for when, _text in journal.lines(unit) if when >= started), default=None)
+    stalled = started is not None and first is not None and started < ready < first
+    return {"unit": unit, "started": started, "first_line": first, "stalled": stalled}
+
+
+def report_words(in_window: set[str], probes: dict[str, dict[str, Any]], report: dict[str, Any]) -> str:
+    """The summary row's words: which case this boot was, and what the report said."""
+    if in_window:
+        calls = ", ".join(f"{PROBES[name]} at {probes[name]['first_line']:.2f} s" for name in sorted(in_window))
+        case = f"report mode: probes called in the window ({calls}); the report lists them"
+    else:
+        early = probes["early-setup"]
+        case = (
+            f"report mode: no probe called in the window (early-setup's first line {early['first_line']:.2f} s, "
+            "after crng init done); the report lists no program, as it should"
+        )
+    late = sorted(
+        name for name, facts in probes.items() if facts["crng_at_start"] == "unready" and name not in in_window
+    )
+    if late:
+        case += f" ({', '.join(late)}: unready at the first line, ready by the call)"
+    pep522 = report["verdict"]["pep522"]
+    verdict = f"pep522 would raise for {', '.join(pep522['raise'])}" if pep522["raise"] else "pep522: none would raise"
+    stalls = ", ".join(f"{s['unit']} lost {s['lost']:.2f} s" for s in report["stalls"]) or "none"
+    return f"{case}; {verdict}; stalls: {stalls}"
+
+
+@pytest.mark.parametrize("series", KERNELS)
+def test_a_first_boot_in_report_mode_and_its_report(
+    host: Host, system: Path, tmp_path: Path, record_property: Any, series: str
+) -> None:
+    """The rollout how-to's machine in report-only mode: every call behaves as native, so nothing fails; and the
+    report the guest printed matches what the journal shows: which units called in the window, when the CRNG was
+    ready, which units' interpreters stalled in their own start, and what --fail-for says."""
+    skip_unless_booting(series in REPORT_IN_EVERY_RUN or every_boot())
+    files = docs_units.report_mode()
+    machine = files["/etc/urandom-shim.toml"]
+    for line in ('policy = "pep522"', 'mode = "report"', f'events = "{boot_image.EVENTS}"'):
+        assert re.search(rf"^{re.escape(line)}(\s|$)", machine, re.MULTILINE), (line, machine)
+    kernel = boot_image.Kernel(host.base, series)
+    with Lock(boot_image.cache_dir() / ".boot-lock"):  # one TCG guest at a time on a 2-core machine
+        boot = boot_image.boot_in_report_mode(host.qemu, host.accel, kernel, system, files, tmp_path)
+    journal = Journal(boot)
+    assert boot.journal, f"the collector wrote no journal; console:\n{boot.console[-6000:]}"
+    ready = journal.crng_ready_at()
+    probes = journal.probes()
+    assert ready is not None and ready > 1.0, "no 'crng init done' in this boot"
+    assert boot.files.get("report-json.rc") == "0\n", (
+        boot.files.get("report-json.rc"),
+        boot.files.get("report-json.err"),
+    )
+    report = json.loads(boot.files.get("report.json") or "null")
+    # Which probes called for randomness while the CRNG was unready: the probe looks (GRND_NONBLOCK) at its first
+    # line and again just before its call; the shim looks an instant later, at the call.
+    in_window = {name for name, facts in probes.items() if facts.get("crng_before_call") == "unready"}
+    row = describe(journal, probes, ready)
+    row["early unit"] = report_words(in_window, probes, report)
+    summarise(record_property, kernel, "pep522, report mode", boot, row)
+
+    # Report mode broke nothing: every unit started, none failed (under enforced pep522 one may; here none may),
+    # and every probe's call returned, as native's does; no line of the shim says it enforced anything.
+    state = (boot.files.get("state.txt") or "").strip()
+    assert state == "running" and not failed_units(boot), (state, boot.files.get("failed.txt"))
+    assert_the_docs_units_ran(journal, probes, "pep522")
+    for name, facts in probes.items():
+        assert facts["outcome"] == "returned", facts
+        mode = (facts.get("mode"), facts.get("mode_source"), facts.get("events"))
+        assert mode == ("report", MACHINE_SOURCE, boot_image.EVENTS), facts
+        if name in in_window:
+            assert facts["crng_at_start"] == "unready" and facts["first_line"] < ready, (facts, ready)
+        else:  # its first line came after crng init done, or the CRNG was ready by the time it called
+            assert facts["crng_at_start"] == "unready" or facts["first_line"] >= ready - 0.05, (facts, ready)
+    shim_lines = journal.shim_lines()
+    enforced = [text for _unit, text in shim_lines if "under policy '" in text]
+    assert not enforced, enforced
+
+    # What the report read: the events file the docs configure (the tmpfiles.d snippet made it, as the docs say),
+    # this boot's journal, and the kernel's `crng init done` from it.
+    sources = report["sources"]
+    assert (sources["events"]["path"], sources["events"]["problem"]) == (boot_image.EVENTS, None), sources
+    assert sources["journal"]["problem"] is None and sources["journal"]["entries"] >= len(boot.journal), sources
+    assert sources["kernel"]["source"] == "the journal", sources
+    stat = (boot.files.get("events-stat.txt") or "").splitlines()
+    assert len(stat) == 2 and stat[0] == f"{boot_image.EVENTS_DIR} directory 755 root:root", stat
+    assert re.fullmatch(rf"{re.escape(boot_image.EVENTS)} regular (empty )?file 622 root:root", stat[1]), stat
+    assert abs(report["crng_init_done"] - ready) <= CLOSE, (report["crng_init_done"], ready)
+
+    # The report's programs are exactly the units whose probe called in the window. Each of those is in the journal
+    # too (the shim's report-only line on its stderr), and its call records what its policy would have done.
+    programs = {program["name"]: program for program in report["programs"]}
+    expected = {PROBES[name] for name in in_window}
+    assert set(programs) == expected, (sorted(programs), sorted(expected), shim_lines)
+    assert {unit for unit, text in shim_lines if text.startswith("urandom-shim: report-only: ")} == expected
+    for name in set(PROBES) - in_window:
+        assert PROBES[name] not in programs, f"{name} called after crng init done, yet the report lists it"
+    for name in in_window:
+        program = programs[PROBES[name]]
+        mine = [call for call in program["calls"] if str(call["caller"]).startswith(PROBE_FILES[name] + ":")]
+        assert mine and all(call["mode"] == "report" and call["action"] == "untouched" for call in mine), program
+        assert {call["would"] for call in mine} == {WOULD[name]}, (name, mine)
+        assert (PROBES[name] in report["verdict"]["pep522"]["raise"]) == (name in RAISE_UNDER_PEP522), report
+    events = [json.loads(line) for line in (boot.files.get("events.jsonl") or "").splitlines()]
+    assert {event["unit"] for event in events} <= expected, events  # the file can miss an event, never add one
+    if not in_window:
+        # The empty case, said in words: nothing was asked for in the window, and the verdict says so.
+        for policy in POLICIES:
+            text = report["verdict"][policy]["text"]
+            assert text == f"under {policy}, no program would raise, wait or use weak bytes", text
+        assert "No program asked for randomness before the kernel CRNG was ready" in (
+            boot.files.get("report.txt") or ""
+        )
+        assert not events and not shim_lines, (events, shim_lines)
+
+    # The stalls: the units whose interpreter started before `crng init done` and wrote its first line after it,
+    # worked out here from the journal: the Python units of this machine, and whatever else the report lists.
+    listed = {stall["unit"]: stall for stall in report["stalls"]}
+    for unit in sorted(set(PYTHON_UNITS) | set(listed)):
+        seen = stall_in_journal(journal, unit, ready)
+        assert (unit in listed) == seen["stalled"], (seen, listed.get(unit), ready)
+        if seen["stalled"]:
+            stall = listed[unit]
+            assert abs(stall["started"] - seen["started"]) <= CLOSE, (stall, seen)
+            assert abs(stall["first_line"] - seen["first_line"]) <= CLOSE, (stall, seen)
+            assert abs(stall["lost"] - (ready - seen["started"])) <= CLOSE, (stall, seen, ready)
+            assert abs(stall["crng_init_done"] - ready) <= CLOSE, (stall, ready)
+            said = f"{unit}: started {stall['started']:.2f} s after boot, {stall['lost']:.2f} s before crng init done"
+            assert said in (boot.files.get("report.txt") or ""), said
+
+    # --fail-for pep522 exits 1 exactly when some program would raise (or get weak bytes) under pep522.
+    fails = bool(report["verdict"]["pep522"]["raise"] or report["verdict"]["pep522"]["weak"])
+    assert fails == bool(in_window & RAISE_UNDER_PEP522), report["verdict"]["pep522"]
+    assert boot.files.get("fail-for.rc") == ("1\n" if fails else "0\n"), (boot.files.get("fail-for.rc"), fails)
