@@ -492,3 +492,17 @@ def test_run_report_only_passes_the_mode_and_the_events_file_to_the_command(
     env = started["env"]
     assert (env["URANDOM_POLICY"], env["URANDOM_SHIM_MODE"], env["URANDOM_SHIM_EVENTS"]) == ("pep522", "report", events)
     assert _cli.main(["run", "--events", "events.jsonl", "--", "true"]) == 2  # relative: a usage error
+
+
+def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """When every frame is the standard library's (its own tests, `python -m` of a stdlib module), the caller is the
+    innermost of them outside the shim that is not frozen (before, runpy's `<frozen runpy>:198`)."""
+    import tempfile
+
+    monkeypatch.setattr(_events, "_skip", lambda filename: True)  # every frame up the stack counts as the stdlib's
+    namespace: dict[str, Any] = {"caller_frame": _events.caller_frame}
+    exec(compile("frame = caller_frame()", tempfile.__file__, "exec"), namespace)  # a frame of the stdlib's
+    assert namespace["frame"].f_code.co_filename == tempfile.__file__
+    assert _events.location(namespace["frame"]) == f"{tempfile.__file__}:1"

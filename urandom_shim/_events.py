@@ -227,15 +227,19 @@ def _skip(filename: str) -> bool:
 
 
 def caller_frame() -> Any:
-    """The first frame outside the standard library and the shim: the code that asked (else the outermost)."""
+    """The first frame outside the standard library and the shim: the code that asked. When all of them are the
+    standard library's (its own tests, or `python -m` of one of its modules), the innermost frame outside the shim
+    that is not frozen: the standard library's code that asked, rather than runpy."""
     frame: Any = sys._getframe(1)
-    outermost = None
+    fallback = None
     while frame is not None:
-        outermost = frame
-        if not _skip(frame.f_code.co_filename):
-            break
+        filename = frame.f_code.co_filename
+        if not _skip(filename):
+            return frame
+        if fallback is None and not filename.startswith((_SHIM_DIR, "<frozen ")):
+            fallback = frame
         frame = frame.f_back
-    return outermost
+    return fallback
 
 
 def location(frame: Any) -> str:
