@@ -368,6 +368,32 @@ def machine_file_in_etc() -> Any:
     return run
 
 
+@pytest.fixture
+def restored() -> Any:
+    """Whatever a test does in-process (a policy engaged, a simulation, variables), the runner's interpreter gets its
+    own functions and environment back, and the test fails if one is still replaced."""
+    import posix
+    import random
+    import secrets
+    import urllib.request
+
+    import urandom_shim
+    from urandom_shim import _readiness, _simulation
+
+    saved_env = dict(os.environ)
+    originals = (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes)
+    saved_secrets = {name: getattr(secrets, name) for name in ("token_bytes", "token_hex", "choice", "randbits")}
+    yield
+    urandom_shim.deactivate()
+    _simulation.override(None)
+    _readiness.reset()
+    os.environ.clear()
+    os.environ.update(saved_env)
+    assert (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes) == originals
+    assert {name: getattr(secrets, name) for name in saved_secrets} == saved_secrets
+    assert os.urandom is posix.urandom and type(posix.urandom) is type(len)
+
+
 #: A line of stderr that is one event of the shim's (urandom_shim._events): a decision made while the CRNG was unready.
 EVENT_LINE = re.compile(
     r"^urandom-shim: (report-only: )?.+ called from .+ before the kernel CRNG was ready( \(simulated\))?, "

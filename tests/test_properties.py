@@ -9,14 +9,13 @@
 from __future__ import annotations
 
 import os
-import posix
 import random
 import secrets
 import sys
 import urllib.request
 import uuid
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import pytest
 from conftest import Venv, find_python, python_specs
@@ -26,22 +25,7 @@ from hypothesis import strategies as st
 import urandom_shim
 from urandom_shim import _config, _readiness, _simulation
 
-
-@pytest.fixture(autouse=True)
-def restore_everything() -> Iterator[None]:
-    """Whatever a test does in-process, the runner's interpreter gets its own functions and environment back."""
-    saved_env = dict(os.environ)
-    originals = (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes)
-    saved_secrets = {name: getattr(secrets, name) for name in ("token_bytes", "token_hex", "choice", "randbits")}
-    yield
-    urandom_shim.deactivate()
-    _simulation.override(None)
-    _readiness.reset()
-    os.environ.clear()
-    os.environ.update(saved_env)
-    assert (os.urandom, random._urandom, random.Random.seed, random.seed, urllib.request._randombytes) == originals
-    assert {name: getattr(secrets, name) for name in saved_secrets} == saved_secrets
-    assert os.urandom is posix.urandom and type(posix.urandom) is type(len)
+pytestmark = pytest.mark.usefixtures("restored")  # conftest: every test gets the runner's functions back
 
 
 def engage(policy: str, trigger: Path) -> None:

@@ -21,7 +21,7 @@ import sys
 import textwrap
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 from conftest import Venv, clean_env, events_in, without_events
@@ -42,17 +42,6 @@ def read_events(path: Path) -> list[dict[str, Any]]:
 
 
 # -- in-process: report mode never enforces anything ----------------------------------------------------------------
-
-
-@pytest.fixture
-def restored() -> Iterator[None]:
-    saved_env = dict(os.environ)
-    yield
-    urandom_shim.deactivate()
-    _simulation.override(None)
-    _readiness.reset()
-    os.environ.clear()
-    os.environ.update(saved_env)
 
 
 def calls(size: int) -> list[tuple[str, str, Any]]:

@@ -24,21 +24,21 @@ from ._policies import (
     BEST_EFFORT,
     NATIVE,
     RAISE,
+    RAISED,
     SECRETS,
     SEED_INSTANCE,
     SEED_NEW,
+    TIMED_OUT_BEST_EFFORT,
+    TIMED_OUT_RAISED,
     UNTOUCHED,
     URANDOM,
     WAIT,
+    WAITED,
     Settings,
     action,
 )
 from ._runtime import REFUSAL, policy_phrase, refusal, simulation_note
 from ._state import state
-
-# What happened, as events name it (urandom_shim._events, which is loaded by the first event only).
-_UNTOUCHED, _WAITED, _RAISED, _BEST_EFFORT = "untouched", "waited", "raised", "best-effort"
-_TIMED_OUT_RAISED, _TIMED_OUT_BEST_EFFORT = "timed-out-raised", "timed-out-best-effort"
 
 #: urandom_shim._events.record once the first event has loaded it: an import statement costs microseconds a call.
 _EVENTS: dict[str, Any] = {}
@@ -170,18 +170,18 @@ class Engine:
         call = "random.seed(None)" if is_module_instance else f"{type(instance).__name__}() seeding"
         todo = action(self.settings.policy_value, site, str(self.settings.seed_random_instances.value))
         if self.settings.reporting or todo == UNTOUCHED:
-            self._event(site, call, _UNTOUCHED, todo)
+            self._event(site, call, UNTOUCHED, todo)
             return None
         if todo == BEST_EFFORT:
-            self._event(site, call, _BEST_EFFORT, todo)
+            self._event(site, call, BEST_EFFORT, todo)
             return _best_effort_seed_or_none()
         if todo == RAISE:
-            self._event(site, call, _RAISED, todo)
+            self._event(site, call, RAISED, todo)
             raise self._not_ready_error(call)
         assert todo == WAIT
         start = monotonic()
         if self._wait(call):
-            self._event(site, call, _WAITED, todo, monotonic() - start)
+            self._event(site, call, WAITED, todo, monotonic() - start)
             return None
         self._timed_out(site, call, todo, monotonic() - start)
         return _best_effort_seed_or_none()
@@ -193,11 +193,11 @@ class Engine:
         if inst is None or _readiness.is_ready():
             return
         if self.settings.reporting or todo != BEST_EFFORT:
-            self._event(SEED_INSTANCE, "import random", _UNTOUCHED, todo)
+            self._event(SEED_INSTANCE, "import random", UNTOUCHED, todo)
             return
         seed = _best_effort_seed_or_none()
         if seed is not None:
-            self._event(SEED_INSTANCE, "import random", _BEST_EFFORT, todo)
+            self._event(SEED_INSTANCE, "import random", BEST_EFFORT, todo)
             inst.seed(seed)
 
     # -- the actions -------------------------------------------------------------------------------------------------
@@ -209,17 +209,17 @@ class Engine:
             try:
                 return native()
             finally:
-                self._event(site, call, _UNTOUCHED, todo, monotonic() - start)
+                self._event(site, call, UNTOUCHED, todo, monotonic() - start)
         if todo == BEST_EFFORT:
-            self._event(site, call, _BEST_EFFORT, todo)
+            self._event(site, call, BEST_EFFORT, todo)
             return _readiness.best_effort_bytes(size)
         if todo == RAISE:
-            self._event(site, call, _RAISED, todo)
+            self._event(site, call, RAISED, todo)
             raise self._not_ready_error(call)
         assert todo == WAIT
         start = monotonic()
         if self._wait(call):
-            self._event(site, call, _WAITED, todo, monotonic() - start)
+            self._event(site, call, WAITED, todo, monotonic() - start)
             return native()
         self._timed_out(site, call, todo, monotonic() - start)
         return _readiness.best_effort_bytes(size)
@@ -250,9 +250,9 @@ class Engine:
         """After a timeout: raise, or return for best-effort bytes (with one warning per call site)."""
         settings = self.settings
         if settings.on_timeout.value != "fallback":
-            self._event(site, call, _TIMED_OUT_RAISED, todo, waited)
+            self._event(site, call, TIMED_OUT_RAISED, todo, waited)
             raise self._timeout_error(call)
-        self._event(site, call, _TIMED_OUT_BEST_EFFORT, todo, waited)
+        self._event(site, call, TIMED_OUT_BEST_EFFORT, todo, waited)
         key = call.partition("(")[0]
         if key not in self.warned:
             self.warned.add(key)

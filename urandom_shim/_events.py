@@ -28,7 +28,7 @@ import atexit
 import os
 import sys
 
-from . import _messages, _simulation
+from . import _messages, _policies, _simulation, _sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,13 +45,9 @@ MAX_RECORD = 4096
 #: The file ``urandom-shim report`` reads when none is named or configured: per boot, as ``/run`` is a tmpfs.
 DEFAULT_FILE = "/run/urandom-shim/events.jsonl"
 
-# What happened (the ``action`` field).
-UNTOUCHED = "untouched"  # the interpreter's own code ran (report mode, or a site the policy leaves alone)
-WAITED = "waited"  # waited for the CRNG, then the interpreter's own code returned strong bytes
-RAISED = "raised"  # BlockingIOError at once
-BEST_EFFORT = "best-effort"  # best-effort kernel bytes without waiting
-TIMED_OUT_RAISED = "timed-out-raised"  # waited `timeout` seconds, then BlockingIOError
-TIMED_OUT_BEST_EFFORT = "timed-out-best-effort"  # waited `timeout` seconds, then best-effort bytes (on_timeout)
+# What happened (the ``action`` field): :mod:`urandom_shim._policies` names them, for the engine that decides.
+UNTOUCHED, WAITED, RAISED, BEST_EFFORT = _policies.UNTOUCHED, _policies.WAITED, _policies.RAISED, _policies.BEST_EFFORT
+TIMED_OUT_RAISED, TIMED_OUT_BEST_EFFORT = _policies.TIMED_OUT_RAISED, _policies.TIMED_OUT_BEST_EFFORT
 ACTIONS = (UNTOUCHED, WAITED, RAISED, BEST_EFFORT, TIMED_OUT_RAISED, TIMED_OUT_BEST_EFFORT)
 
 #: How each action reads in an event's line, past tense. ``{waited}`` is seconds.
@@ -66,10 +62,10 @@ DONE = {
 #: How each action of the policy table (``_policies``: untouched, wait, raise, best-effort) reads as what the
 #: configured policy would have done (report mode).
 WOULD = {
-    "untouched": _messages.EVENT_WOULD_UNTOUCHED,
-    "wait": _messages.EVENT_WOULD_WAIT,
-    "raise": _messages.EVENT_DONE_RAISED,
-    "best-effort": _messages.EVENT_DONE_BEST_EFFORT,
+    _policies.UNTOUCHED: _messages.EVENT_WOULD_UNTOUCHED,
+    _policies.WAIT: _messages.EVENT_WOULD_WAIT,
+    _policies.RAISE: _messages.EVENT_DONE_RAISED,
+    _policies.BEST_EFFORT: _messages.EVENT_DONE_BEST_EFFORT,
 }
 
 #: (call name, code object and line of the caller, policy, mode) -> [calls not written since the first one, the
@@ -123,12 +119,12 @@ def _event(
         "site": site,
         "caller": caller,
         "policy": settings.policy.value.name,
-        "policy_source": _clip(settings.policy.source, 300),
+        "policy_source": _sources.clip(settings.policy.source, 300),
         "mode": settings.mode.value,
         "action": action,
         "would": would,
         "waited": round(waited, 3),
-        "simulated": None if sim is None else _clip(sim.spec, 200),
+        "simulated": None if sim is None else _sources.clip(sim.spec, 200),
     }
     return event
 
@@ -159,7 +155,7 @@ def fitted(event: dict[str, Any]) -> str:
     record = dumps(event)
     argv = list(event.get("argv") or ())
     while len(record) >= MAX_RECORD and argv:
-        argv = [_clip(arg, 40) for arg in argv[: len(argv) // 2]]
+        argv = [_sources.clip(arg, 40) for arg in argv[: len(argv) // 2]]
         event = {**event, "argv": argv, "argv_cut": True}
         record = dumps(event)
     return record
@@ -246,7 +242,7 @@ def location(frame: Any) -> str:
     """``path:line`` of ``frame``."""
     if frame is None:
         return "<unknown>"
-    return _clip(f"{frame.f_code.co_filename}:{frame.f_lineno}", 300)
+    return _sources.clip(f"{frame.f_code.co_filename}:{frame.f_lineno}", 300)
 
 
 def caller_location() -> str:
@@ -259,11 +255,9 @@ def program() -> dict[str, Any]:
     global _program
     if _program is None:
         argv = getattr(sys, "orig_argv", None) or [sys.executable, *getattr(sys, "argv", [])]
-        shown = [_clip(str(arg), 200) for arg in list(argv)[:32]]
+        shown = [_sources.clip(str(arg), 200) for arg in list(argv)[:32]]
         name = None
         try:
-            from . import _sources
-
             name = _sources.invocation().program
         except Exception:  # noqa: BLE001 - a strange sys.argv: the argv field still says what ran
             pass
@@ -280,7 +274,7 @@ def unit() -> str | None:
     the last unit named in ``/proc/self/cgroup``."""
     named = os.environ.get("SYSTEMD_UNIT")
     if named:
-        return _clip(named, 200)
+        return _sources.clip(named, 200)
     if not os.environ.get("INVOCATION_ID"):
         return None
     try:
@@ -295,12 +289,8 @@ def unit() -> str | None:
                 parts = [p for p in line.rpartition(":")[2].split("/") if p.endswith(UNIT_SUFFIXES)]
             named = next((p for p in reversed(parts) if not p.endswith(".slice")), None)
             if named:
-                return _clip(named, 200)
+                return _sources.clip(named, 200)
     return None
-
-
-def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 # -- the two formats ---------------------------------------------------------------------------------------------------

@@ -67,6 +67,12 @@ _TABLE: Final = {
     LEGACY: {URANDOM: BEST_EFFORT, SECRETS: BEST_EFFORT, SEED_INSTANCE: BEST_EFFORT, SEED_NEW: BEST_EFFORT},
 }
 
+# What happened at a call site (an event's ``action``): UNTOUCHED or BEST_EFFORT above, or one of these.
+WAITED: Final = "waited"  # waited, then the interpreter's own code returned strong bytes
+RAISED: Final = "raised"  # BlockingIOError at once
+TIMED_OUT_RAISED: Final = "timed-out-raised"  # waited `timeout` seconds, then BlockingIOError
+TIMED_OUT_BEST_EFFORT: Final = "timed-out-best-effort"  # waited `timeout` seconds, then best-effort bytes
+
 # Option values.
 ON_TIMEOUT_CHOICES: Final = ("raise", "fallback")
 SEED_CHOICES: Final = ("nonblocking", "policy")
