@@ -9,7 +9,6 @@ for the call's site, so the verdict for a policy nobody configured is as exact a
 
 from __future__ import annotations
 
-import json
 import os
 
 from . import _bootlog, _events, _policies
@@ -58,21 +57,11 @@ def read_events(path: str) -> tuple[list[dict[str, Any]], str | None, int]:
         return [], f"cannot be read ({exc.strerror or exc})", 0
     if len(data) > MAX_EVENTS_FILE:
         return [], f"larger than {MAX_EVENTS_FILE // (1024 * 1024)} MiB: not an events file", 0
-    events, skipped = [], 0
-    for raw in data.splitlines():
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except ValueError:
-            skipped += 1
-            continue
-        if not isinstance(record, dict) or record.get("v") != _events.VERSION or "call" not in record:
-            skipped += 1
-            continue
+    records, skipped = _bootlog.parse_export(data.splitlines())  # JSON lines, as the journal's export is
+    events = [record for record in records if record.get("v") == _events.VERSION and "call" in record]
+    for record in events:
         record.setdefault("from", "file")
-        events.append(record)
-    return events, None, skipped
+    return events, None, skipped + len(records) - len(events)
 
 
 def default_events_path() -> str | None:
