@@ -11,10 +11,20 @@
 # function is replaced. Unready path: urandom_shim._activation.boot() reads the configuration and installs the policy.
 #
 # It never raises. sys._urandom_shim_boot records how the shim started, and makes a second run a no-op: a venv
-# processes its .pth files twice, and PEP 829 .start files call boot() again on Python 3.15+.
+# processes its .pth files twice, and the PEP 829 .start file calls boot() again on Python 3.15+ if it runs at all.
+#
+# Python 3.15+ (PEP 829): urandom_shim_pep829.start names boot() as an entry point, for the day (3.18) import lines in
+# .pth files are ignored. Its name deliberately does not match urandom_shim.pth: a matching .start file would switch
+# our import line off, and resolving an entry point makes site import pkgutil, and with it re, enum, functools and
+# more (on 3.15.2: 34 -> 65 modules, python -c pass 16 -> 29 ms). So on 3.15-3.17 the import line starts the shim, as
+# before, and empties our own entry in site's pending batch (_arrival), so site never loads pkgutil on our account.
+# Where import lines are ignored, the .start entry point starts it. docs/explanation/design-decisions.md measures it.
 
 import os
 import sys
+
+if False:  # typing only, never imported at start-up
+    import types
 
 
 def boot(how: str = "start") -> None:
@@ -143,4 +153,39 @@ def find_spec(name: str, path: object = None, target: object = None) -> object:
         return None
 
 
-boot(sys.__dict__.pop("_urandom_shim_via", "pth"))  # the bootstrap sitecustomize sets "bootstrap"
+def _arrival() -> str:
+    # Python 3.15+: who is importing this module. pkgutil.resolve_name, for our .start entry point: return "", and
+    # let the entry point's own call, boot("start"), start the shim, so that status names the file that did. site
+    # exec'ing our .pth import line (StartupState._exec_imports): the .start entry would only repeat this start, so
+    # empty it; site then has no entry point of ours to resolve. Anything unexpected leaves site alone: the entry
+    # point then costs pkgutil's import and finds the shim started (boot() is idempotent), which is slower, not wrong.
+    try:
+        frame: types.FrameType | None = sys._getframe(2)  # the frame below this module's own
+        while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
+            frame = frame.f_back  # importlib's own frames
+        if frame is None:
+            return "pth"
+        if frame.f_code.co_name == "import_module":  # importlib.import_module, as pkgutil.resolve_name calls it
+            caller = frame.f_back
+            if caller is not None and caller.f_code.co_name == "resolve_name":
+                return ""
+            return "pth"
+        site = frame.f_back if frame.f_code.co_filename == "<string>" else None  # the exec'd .pth line
+        if site is not None and site.f_code.co_name == "_exec_imports":
+            local = site.f_locals
+            pending = getattr(local.get("self"), "_entrypoints", None)
+            ours = local.get("filename")
+            if type(pending) is dict and type(ours) is str:
+                entries = pending.get(os.path.join(os.path.dirname(ours), "urandom_shim_pep829.start"))
+                if type(entries) is list:
+                    entries[:] = [e for e in entries if e != "_urandom_shim_boot:boot"]
+    except Exception:  # noqa: BLE001 - never break an interpreter; the entry point stays as a second start
+        pass
+    return "pth"
+
+
+_VIA = sys.__dict__.pop("_urandom_shim_via", None)  # the bootstrap sitecustomize sets "bootstrap"
+if _VIA is None:
+    _VIA = _arrival() if sys.version_info >= (3, 15) else "pth"
+if _VIA:
+    boot(_VIA)

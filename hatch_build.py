@@ -12,7 +12,7 @@ class StartupFilesHook(BuildHookInterface):  # type: ignore[type-arg]
         if version == "editable":
             build_data["force_include_editable"] = {
                 "urandom_shim.pth": "urandom_shim.pth",
-                "urandom_shim.start": "urandom_shim.start",
+                "urandom_shim_pep829.start": "urandom_shim_pep829.start",
                 # The package is imported from the source tree, so the bootstrap goes beside the .pth instead.
                 "sitecustomize.py": "urandom_shim_bootstrap/sitecustomize.py",
             }

@@ -34,7 +34,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STARTUP_FILES = ("urandom_shim.pth", "urandom_shim.start")
+STARTUP_FILES = ("urandom_shim.pth", "urandom_shim_pep829.start")
+#: The empty module of the "module" reference row.
+EMPTY_MODULE = "_urandom_shim_bench_empty"
 
 
 class Venv:
@@ -58,7 +60,8 @@ class Venv:
 
     def mode(self, mode: str) -> None:
         """ "on": the shim as installed; "off": its start-up files moved away; "floor": its .pth replaced by a
-        comment, which measures what any .pth costs before it runs a line (on 3.13 site imports a codec for it)."""
+        comment, which measures what any .pth costs before it runs a line (on 3.13 site imports a codec for it);
+        "module": its .pth importing an empty module, what any start-up module costs before its first line."""
         if mode == self._mode:
             return
         for name in STARTUP_FILES:
@@ -72,6 +75,9 @@ class Venv:
                 (self.site / (name + ".off")).rename(self.site / name)
         elif mode == "floor":
             (self.site / "urandom_shim.pth").write_text("# an empty .pth file\n")
+        elif mode == "module":
+            (self.site / "urandom_shim.pth").write_text(f"import {EMPTY_MODULE}\n")
+            (self.site / f"{EMPTY_MODULE}.py").write_text("")
         self._mode = mode
 
 
@@ -118,6 +124,7 @@ def instructions(venv: Venv, args: list[str], env: dict[str, str], mode: str) ->
     if valgrind is None:
         return None
     venv.mode(mode)
+    subprocess.run([venv.python, *args], capture_output=True, env=clean_env(env))  # writes any .pyc first
     out = subprocess.run(
         [valgrind, "--tool=lackey", "--basic-counts=yes", venv.python, *args],
         capture_output=True, text=True, env=clean_env(env),
@@ -236,6 +243,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, mode, env in (
                 ("no shim", "off", {}),
                 ("an empty .pth only (the floor of any .pth)", "floor", {}),
+                ("a .pth importing an empty module (the floor of any start-up module)", "module", {}),
                 ("ready path", "on", {"URANDOM_POLICY": "pep524"}),
                 ("ready path, every URANDOM_* setting variable set (each is checked)", "on", ALL_VARIABLES),
                 (

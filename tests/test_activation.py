@@ -29,7 +29,8 @@ def test_wheel_installs_the_pth_and_the_pep829_start_file(shim: Venv) -> None:
     site = shim.site_packages
     pth = (site / "urandom_shim.pth").read_text()
     assert pth.startswith("import "), "site only executes .pth lines that start with 'import'"
-    assert (site / "urandom_shim.start").read_text().strip() == "_urandom_shim_boot:boot"
+    # Named apart from the .pth on purpose: a matching .start would switch the .pth's import line off on 3.15.
+    assert (site / "urandom_shim_pep829.start").read_text().strip() == "_urandom_shim_boot:boot"
     assert (site / "_urandom_shim_boot.py").is_file()
     # The .pth must sort after hatchling's and setuptools' editable path files.
     assert sorted(["urandom_shim.pth", "__editable__.x.pth", "_urandom_shim.pth", "_editable_impl_x.pth"])[-1] == (

@@ -54,7 +54,7 @@ def write_json(data: object) -> None:
 
 ACTIVATED_BY = {
     "pth": "urandom_shim.pth, at start-up",
-    "start": "urandom_shim.start (PEP 829), at start-up",
+    "start": "urandom_shim_pep829.start (PEP 829), at start-up",
     "bootstrap": "the bootstrap sitecustomize of `urandom-shim run`",
     "runtime": "urandom_shim.activate(), at runtime",
 }
