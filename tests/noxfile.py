@@ -4,8 +4,9 @@
     nox -f tests/noxfile.py -- -k pep522         # arguments after -- go to pytest
     URANDOM_SHIM_TEST_PYTHONS=3.8,3.13 nox -f tests/noxfile.py
 
-One session per interpreter: CPython 3.8 to 3.13 from pyenv, and Debian's /usr/bin/python3 with its own
-sitecustomize. Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
+One session per interpreter: CPython 3.8 to 3.13 from pyenv, Debian's /usr/bin/python3 with its own
+sitecustomize, and Debian's 3.14 and 3.15 from sid (``sid:3.14``, ``sid:3.15``), which run in a sid root of their own
+(tests/sid.py) without the real-kernel and boot tests. Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
 sessions: ``URANDOM_SHIM_WHEEL``) and the test requirements, and runs pytest there. So the tests that run in-process
 import the installed package, not the source tree, and every test that starts interpreters starts this one. An
 interpreter that is not installed is skipped, and nox prints the reason in its summary; under CI (``CI=true``, which
@@ -24,19 +25,43 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import find_python  # noqa: E402 - the same interpreter lookup as the tests
 
-ALL = "3.8,3.9,3.10,3.11,3.12,3.13,/usr/bin/python3"
+ALL = "3.8,3.9,3.10,3.11,3.12,3.13,sid:3.14,sid:3.15,/usr/bin/python3"
 SPECS = [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", ALL).split(",") if s.strip()]
 
 nox.options.sessions = ["matrix"]
 
 
 def label(spec: str) -> str:
-    return "debian" if spec == "/usr/bin/python3" else spec
+    return "debian" if spec == "/usr/bin/python3" else spec.replace(":", "-")
+
+
+def in_sid(session: nox.Session, version: str) -> None:
+    """Debian's own 3.14 or 3.15, in a sid root (tests/sid.py); the host's Debian session runs the kernel and boots."""
+    import sid
+
+    from debian import Unavailable
+
+    marks = [a for a in session.posargs if a == "-m" or a.startswith("-m")]
+    if marks and any(("kernel" in a or "boot" in a) and "not" not in a for a in session.posargs):
+        session.skip("the real-kernel and boot tests run in the host's Debian session, not in sid's root")
+    try:
+        sid.tree()
+        sid.wheelhouse(version)
+    except Unavailable as exc:
+        missing = f"Python {version} from Debian sid can't be had here: {exc}"
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            session.error(f"{missing}; CI=true, so that fails the run rather than pass on part of the matrix")
+        session.skip(missing)
+    selection = [] if marks else ["-m", "not kernel and not boot"]
+    session.run(sys.executable, str(ROOT / "tests" / "sid.py"), version, *selection, *session.posargs, external=True)
 
 
 @nox.session(python=False)
 @nox.parametrize("spec", SPECS, ids=[label(s) for s in SPECS])
 def matrix(session: nox.Session, spec: str) -> None:
+    if spec.startswith("sid:"):
+        in_sid(session, spec[len("sid:") :])
+        return
     interpreter = find_python(spec)
     if interpreter is None:
         missing = f"interpreter {spec} of the declared matrix is not installed on this machine"
