@@ -17,8 +17,8 @@
 # .pth files are ignored. Its name deliberately does not match urandom_shim.pth: a matching .start file would switch
 # our import line off, and resolving an entry point makes site import pkgutil, and with it re, enum, functools and
 # more (on 3.15.2: 34 -> 65 modules, python -c pass 16 -> 29 ms). So on 3.15-3.17 the import line starts the shim, as
-# before, and empties our own entry in site's pending batch (_arrival), so site never loads pkgutil on our account.
-# Where import lines are ignored, the .start entry point starts it. docs/explanation/design-decisions.md measures it.
+# before, and takes our entry point out of site's pending batch (_withdraw), so site never loads pkgutil on our
+# account. Where import lines are ignored, the entry point starts it. docs/explanation/design-decisions.md measures it.
 
 import os
 import sys
@@ -153,39 +153,43 @@ def find_spec(name: str, path: object = None, target: object = None) -> object:
         return None
 
 
-def _arrival() -> str:
-    # Python 3.15+: who is importing this module. pkgutil.resolve_name, for our .start entry point: return "", and
-    # let the entry point's own call, boot("start"), start the shim, so that status names the file that did. site
-    # exec'ing our .pth import line (StartupState._exec_imports): the .start entry would only repeat this start, so
-    # empty it; site then has no entry point of ours to resolve. Anything unexpected leaves site alone: the entry
-    # point then costs pkgutil's import and finds the shim started (boot() is idempotent), which is slower, not wrong.
+def _withdraw() -> None:
+    # urandom_shim.pth's import line calls this, in every batch of .pth files site runs: at start-up, and again
+    # whenever a program calls site.addsitedir() on this directory (pip's build isolation does, with sys.path
+    # emptied, where resolving an entry point fails because pkgutil can't be imported). On 3.15-3.17 the line has
+    # started the shim, so our .start entry point would only repeat it: take it out of the batch site is running.
+    # This reads a private part of site (StartupState): anything unexpected leaves site alone, and the entry point
+    # then finds the shim started (boot() is idempotent) at the price of pkgutil's import.
+    if sys.version_info < (3, 15):
+        return
+    try:
+        site = sys._getframe(2)  # 1 is the exec'd line itself
+        if site.f_code.co_name != "_exec_imports":
+            return
+        local = site.f_locals
+        pending = getattr(local.get("self"), "_entrypoints", None)
+        ours = local.get("filename")
+        if type(pending) is dict and type(ours) is str:
+            entries = pending.get(os.path.join(os.path.dirname(ours), "urandom_shim_pep829.start"))
+            if type(entries) is list:
+                entries[:] = [e for e in entries if e != "_urandom_shim_boot:boot"]
+    except Exception:  # noqa: BLE001 - never break an interpreter
+        pass
+
+
+def _for_entry_point() -> bool:
+    # Python 3.15+: is pkgutil.resolve_name importing this module, for our .start entry point? Then its own call,
+    # boot() as boot("start"), starts the shim, and status names the file that did.
     try:
         frame: types.FrameType | None = sys._getframe(2)  # the frame below this module's own
         while frame is not None and frame.f_code.co_filename.startswith("<frozen"):
             frame = frame.f_back  # importlib's own frames
-        if frame is None:
-            return "pth"
-        if frame.f_code.co_name == "import_module":  # importlib.import_module, as pkgutil.resolve_name calls it
-            caller = frame.f_back
-            if caller is not None and caller.f_code.co_name == "resolve_name":
-                return ""
-            return "pth"
-        site = frame.f_back if frame.f_code.co_filename == "<string>" else None  # the exec'd .pth line
-        if site is not None and site.f_code.co_name == "_exec_imports":
-            local = site.f_locals
-            pending = getattr(local.get("self"), "_entrypoints", None)
-            ours = local.get("filename")
-            if type(pending) is dict and type(ours) is str:
-                entries = pending.get(os.path.join(os.path.dirname(ours), "urandom_shim_pep829.start"))
-                if type(entries) is list:
-                    entries[:] = [e for e in entries if e != "_urandom_shim_boot:boot"]
-    except Exception:  # noqa: BLE001 - never break an interpreter; the entry point stays as a second start
-        pass
-    return "pth"
+        caller = frame.f_back if frame is not None and frame.f_code.co_name == "import_module" else None
+        return caller is not None and caller.f_code.co_name == "resolve_name"
+    except Exception:  # noqa: BLE001 - never break an interpreter
+        return False
 
 
 _VIA = sys.__dict__.pop("_urandom_shim_via", None)  # the bootstrap sitecustomize sets "bootstrap"
-if _VIA is None:
-    _VIA = _arrival() if sys.version_info >= (3, 15) else "pth"
-if _VIA:
-    boot(_VIA)
+if _VIA is not None or sys.version_info < (3, 15) or not _for_entry_point():
+    boot(_VIA or "pth")

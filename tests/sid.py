@@ -77,8 +77,9 @@ def tree() -> Path:
     return root
 
 
-#: What an editable install of this checkout pulls from the index (tests/conftest.py's make_editable_venv): inside
-#: the root, pip finds everything in the wheelhouse (PIP_NO_INDEX, PIP_FIND_LINKS below).
+#: What an editable install of this checkout, or of a test's app, pulls from the index (tests/conftest.py's
+#: make_editable_venv, tests/test_app_layouts.py): inside the root, pip and uv find everything in the wheelhouse
+#: (PIP_NO_INDEX, PIP_FIND_LINKS, UV_OFFLINE, UV_FIND_LINKS below).
 EDITABLE = ("hatchling==1.33.0", "editables")
 
 
@@ -86,8 +87,10 @@ def wheelhouse(version: str) -> Path:
     """The test requirements' wheels for ``version``, fetched by the host's pip (see the module docstring)."""
     requirements = ROOT / "tests" / "matrix-requirements.txt"
     stamp = hashlib.sha256(
-        requirements.read_bytes() + (ROOT / "tests" / "plugin-requirements.txt").read_bytes() + str(EDITABLE).encode()
-    ).hexdigest()[:12]
+        b"".join((ROOT / "tests" / f).read_bytes() for f in ("matrix-requirements.txt", "plugin-requirements.txt",
+                                                             "app-requirements.txt"))
+        + str(EDITABLE).encode()
+    ).hexdigest()[:12]  # fmt: skip
     where = CACHE / f"wheels-{version}-{stamp}"
     if (where / ".complete").exists():
         return where
@@ -97,7 +100,7 @@ def wheelhouse(version: str) -> Path:
             run(
                 sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check",
                 "--python-version", version, "--only-binary=:all:", "-d", str(where), "-r", str(requirements),
-                *EDITABLE,
+                "-r", str(ROOT / "tests" / "app-requirements.txt"), *EDITABLE,
             )  # fmt: skip
             (where / ".complete").write_text("")
     return where
@@ -144,6 +147,8 @@ def main(argv: list[str]) -> int:
         "PIP_NO_INDEX": "1",
         "PIP_FIND_LINKS": "/wheels",
         "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "UV_OFFLINE": "1",  # uv, for tests/test_app_layouts.py, the same way
+        "UV_FIND_LINKS": "/wheels",
         **{k: os.environ[k] for k in PASSED_ON if k in os.environ},
     }
     inside = INSIDE.format(v=version, wheel=wheel.name)

@@ -74,7 +74,7 @@ def test_where_import_lines_are_ignored_the_start_file_starts_the_shim(own_venv:
     line would read. That is what this venv's .pth holds here, so only the .start entry point can start the shim."""
     needs_315(own_venv)
     pth = own_venv.site_packages / "urandom_shim.pth"
-    pth.write_text("# what Python 3.18 reads of 'import _urandom_shim_boot': nothing\n")
+    pth.write_text("# what Python 3.18 reads of an import line: nothing\n")
     result = own_venv.run("-c", STARTED)
     assert result.returncode == 0 and result.stderr == "", result.stderr
     assert result.stdout.split()[:2] == ["start", "True"]  # site imports pkgutil to resolve it: the price, there
@@ -109,6 +109,23 @@ def test_a_module_another_pth_imported_first_is_covered(own_venv: Venv, route: s
     env = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": "unready-forever"}
     result = own_venv.run("-c", code, env=env)
     assert result.stdout.split() == ["pth" if route == "import line" else "start", "raised"], result.stderr
+
+
+def test_site_addsitedir_later_with_an_empty_path_runs_cleanly(shim: Venv) -> None:
+    """pip's build isolation empties sys.path and runs site.addsitedir() on the venv's site-packages: a second batch,
+    where pkgutil can't be imported. Our entry point must not be left in it (pip failed to build any sdist, on 3.15,
+    with 'Error resolving entry point _urandom_shim_boot:boot')."""
+    needs_315(shim)
+    code = (
+        "import site, sys\n"
+        "saved, sys.path = sys.path[:], []\n"
+        f"site.addsitedir({str(shim.site_packages)!r}, known_paths=set())\n"
+        "sys.path = saved\n"
+        "print(sys._urandom_shim_boot, 'pkgutil' in sys.modules)\n"
+    )
+    result = shim.run("-c", code)
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+    assert result.stdout.split() == ["pth", "False"]
 
 
 def test_the_start_file_alone_costs_pkgutil_and_the_import_line_does_not(own_venv: Venv) -> None:
