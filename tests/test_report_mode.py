@@ -416,7 +416,7 @@ def test_the_report_of_a_boots_journal_shows_the_calls_and_the_stall_the_shim_ca
     report = _eventreport.gather(None, journal=False, journal_file=str(JOURNAL))
     assert round(report["crng_init_done"], 2) == 17.4 and report["sources"]["kernel"]["source"] == "the journal"
     (early,) = report["programs"]
-    assert early["name"] == "early-setup.service" and early["first_call_after_crng"] == -1.04
+    assert early["name"] == "early-setup.service" and early["first_call_after_crng"] == -1.039
     (call,) = early["calls"]
     assert (call["call"], call["count"], call["waited"], call["would"]) == ("os.urandom(16)", 4, 1.05, "raise")
     (stall,) = report["stalls"]

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 EXIT_PROBLEMS = 1
 EXIT_TIMEOUT = 1
 EXIT_USAGE = 2
+EXIT_NOTHING_READ = 3  # report --fail-for: an input it was asked to read, or every input, could not be read
+EXIT_NO_SUCH_PROGRAM = 4  # check --for: the name is no script, command, console script or module
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "main"]
@@ -135,7 +137,22 @@ def cmd_report(args: argparse.Namespace) -> int:
         _render.write_json(report)
     else:
         _render.write(_eventreport.lines(report))
-    return EXIT_PROBLEMS if args.fail_for is not None and _eventreport.fails(report, args.fail_for) else 0
+    if args.fail_for is None:
+        return 0
+    if _eventreport.fails(report, args.fail_for):
+        return EXIT_PROBLEMS
+    unread = _eventreport.unread(report, allow_empty=args.allow_empty)
+    if unread is None:
+        return 0
+    from ._messages import emit
+
+    source, problem, absent = unread
+    hint = _messages.REPORT_ALLOW_EMPTY_HINT if absent else ""
+    if source is None:
+        emit(_messages.REPORT_NOTHING_READ.format(policy=args.fail_for, hint=hint))
+    else:
+        emit(_messages.REPORT_SOURCE_UNREAD.format(policy=args.fail_for, source=source, problem=problem, hint=hint))
+    return EXIT_NOTHING_READ
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
@@ -419,6 +436,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         metavar="POLICY",
         type=_value_type("policy", "policy"),
         help="exit 1 if under POLICY some program would raise or use weak bytes",
+    )
+    sub.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="with --fail-for: an events file that does not exist, or no journal, counts as a boot without events "
+        "(without it, exit 3)",
     )
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     subs["report"] = sub

@@ -200,6 +200,15 @@ PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy=
 
 WAIT_LIVE_LINE = "urandom-shim wait: kernel CRNG {word} after {value:.1f} s{tail}"
 CHECK_FOR_AND_MODULE = "give --for or --module, not both"
+REPORT_SOURCE_UNREAD = (
+    "report --fail-for {policy}: {source} was not read ({problem}), so this can't be a clean verdict; exit status "
+    "3.{hint}"
+)
+REPORT_NOTHING_READ = (
+    "report --fail-for {policy}: nothing was read (no events file, and no journal), so this can't be a clean "
+    "verdict; exit status 3.{hint}"
+)
+REPORT_ALLOW_EMPTY_HINT = " If a boot with nothing to read is expected here, add --allow-empty."
 WAIT_TIMED_OUT = (
     "wait: the kernel's random number generator was still not ready after {timeout:g} s (--timeout); exit status "
     "1. To end the wait, {entropy_hint}.{simulation_note}"

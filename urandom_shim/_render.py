@@ -34,6 +34,24 @@ def rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) 
     return lines
 
 
+def escaped(text: object) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (control characters, terminal
+    escapes, C1 controls, bidirectional overrides and other format characters, line and paragraph separators) as
+    its ``\\x``/``\\u`` escape, so that no string from a record or the journal can move the cursor, redraw what
+    was printed above it, or reorder what follows."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if char.isprintable():
+            out.append(char)
+            continue
+        code = ord(char)
+        out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
+
+
 def value(value: object) -> str:
     if value is None:
         return "none"
