@@ -65,7 +65,7 @@ def test_status_under_simulate_shows_the_unready_crng_and_the_policy_in_force(sh
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["crng"] == "unready" and report["kernel"]["crng"] == "ready"
-    assert report["policy"] == "pep522" and report["policy_source"] == "environment variable URANDOM_POLICY"
+    assert report["policy"] == "pep522" and report["policy_source"] == "urandom-shim simulate --policy"
     assert report["patched"] is True  # the status process itself runs under the simulated policy
 
 

@@ -328,11 +328,11 @@ def test_simulate_report_only_prints_the_report_and_keeps_the_exit_status(shim: 
     result = subprocess.run([*argv, str(script)], env=clean_env(), capture_output=True, text=True, timeout=120)
     assert result.returncode == 3, result.stderr
     report = without_events(result.stderr)
-    assert "boot-step.py: first call" in report and "(in a simulated window)" in report, report
+    assert "boot-step.py: first call" in report and "s into the simulated run" in report, report
     assert "  under pep522, 1 program would raise BlockingIOError: boot-step.py." in report, report
     assert events_in(result.stderr) == [
-        "report-only: os.urandom(16) @ boot-step.py:2: left it to the interpreter (0.00 s); policy 'pep522' (from environment "
-        "variable URANDOM_POLICY) would have raised BlockingIOError."
+        "report-only: os.urandom(16) @ boot-step.py:2: left it to the interpreter (0.00 s); policy 'pep522' (from "
+        "urandom-shim simulate --policy) would have raised BlockingIOError."
     ]
 
 
