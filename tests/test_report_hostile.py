@@ -255,10 +255,13 @@ def test_malformed_records_are_skipped_and_counted_never_an_internal_error(tmp_p
 
 
 @pytest.mark.parametrize("line", MALFORMED[:3], ids=["call-list", "count-text", "argv-numbers"])
-def test_each_of_the_issues_records_alone_is_skipped(tmp_path: Path, line: str) -> None:
-    code, out, err = report("--events", str(records_file(tmp_path, line)), "--no-journal")
+def test_each_of_the_issues_records_alone_is_skipped_and_is_not_a_clean_read(tmp_path: Path, line: str) -> None:
+    events = str(records_file(tmp_path, line))
+    code, out, err = report("--events", events, "--no-journal")
     assert code == 0 and "internal error" not in err, err
-    assert "1 record skipped" in out, out
+    assert "no record in it could be read (1 with a" in out, out
+    code, _out, err = report("--events", events, "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "no record in it could be read" in err, err
 
 
 # -- escapes -----------------------------------------------------------------------------------------------------

@@ -178,13 +178,18 @@ def gather(
     if events_path is not None:
         found = read_events_file(events_path)
         events.extend(found["events"])
+        skipped = sum(found["skipped"].values())
+        problem = found["problem"]
+        if problem is None and skipped and not found["events"]:  # a file of nothing but garbage was not read
+            why = "; ".join(f"{count} {reason}" for reason, count in sorted(found["skipped"].items()))
+            problem = f"no record in it could be read ({why})"
         sources["events"] = {
             "path": events_path,
             "records": len(found["events"]),
-            "skipped": sum(found["skipped"].values()),
+            "skipped": skipped,
             "skipped_why": found["skipped"],
-            "problem": found["problem"],
-            "read": found["problem"] is None,
+            "problem": problem,
+            "read": problem is None,
             "absent": found["absent"],
         }
     else:
