@@ -354,7 +354,10 @@ def test_read_journal_says_what_is_wrong_with_a_file_and_never_raises(tmp_path: 
     missing = tmp_path / "nothing.jsonl"
     entries, problem = _bootlog.read_journal(str(missing))
     assert entries == [] and problem == f"{missing}: can't be read (No such file or directory)."
-    assert _bootlog.read_journal(str(tmp_path)) == ([], f"{tmp_path}: can't be read (Is a directory).")
+    assert _bootlog.read_journal(str(tmp_path)) == (
+        [],
+        f"{tmp_path}: can't be read (not a regular file (a directory)).",
+    )
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
     assert _bootlog.read_journal(str(empty)) == ([], f"{empty}: holds no journal entries.")
@@ -776,12 +779,19 @@ def test_the_samples_event_lines_are_what_describe_writes() -> None:
 
 def test_events_from_the_samples_journal() -> None:
     events = _bootlog.events_from_journal(sample())
-    same = {"pid": 412, "unit": "early-setup.service", "argv": ["/usr/bin/python3 /usr/local/sbin/early-setup.py"]}
+    same = {
+        "pid": 412,
+        "uid": 0,
+        "unit": "early-setup.service",
+        "argv": ["/usr/bin/python3 /usr/local/sbin/early-setup.py"],
+    }
+    # The times are the entries': the call's line reached journald at 17.411238, after its wait of 1.05 s.
     assert events == [
-        {**EARLY_CALL, **same, "simulated": False, "from": "journal"},
+        {**EARLY_CALL, **same, "boot_time": 16.361, "simulated": False, "from": "journal"},
         {
-            **{key: EARLY_REPEAT[key] for key in ("v", "event", "boot_time", "program", "call", "site", "caller")},
+            **{key: EARLY_REPEAT[key] for key in ("v", "event", "program", "call", "site", "caller")},
             **same,
+            "boot_time": 17.533,
             "simulated": False,
             "count": 3,
             "from": "journal",
@@ -792,7 +802,8 @@ def test_events_from_the_samples_journal() -> None:
 
 def test_events_from_the_journal_take_what_the_entry_knows() -> None:
     line = _messages.line(_events.describe(an_event(call="secrets.token_hex(32)", simulated="x")))
-    bare = {"MESSAGE": list(line.encode()), "__MONOTONIC_TIMESTAMP": "5000000"}
+    trusted = {"_TRANSPORT": "stdout", "_EXE": "/usr/bin/python3.11", "__MONOTONIC_TIMESTAMP": "5000000"}
+    bare = {"MESSAGE": list(line.encode()), **trusted}
     named = {**bare, "_PID": "77", "_COMM": "python3", "_SYSTEMD_UNIT": "x.service"}
     others = [{"MESSAGE": "random: crng init done"}, {"MESSAGE": "urandom-shim: not an event"}, {}]
     events = _bootlog.events_from_journal([*others, bare, named, {**named, "_CMDLINE": "python3 -m x"}])
@@ -802,20 +813,21 @@ def test_events_from_the_journal_take_what_the_entry_knows() -> None:
         (77, "x.service", ["python3 -m x"]),
     ]
     for event in events:
-        assert event["site"] == "secrets" and event["simulated"] is True and event["boot_time"] == 3.14
+        assert event["site"] == "secrets" and event["simulated"] is True
+        assert event["boot_time"] == round(5.0 - event["waited"], 3)  # received at 5 s, after the wait
         assert event["v"] == _events.VERSION and event["program"] is None and event["from"] == "journal"
 
 
-def test_an_event_without_its_time_takes_the_entrys(monkeypatch: pytest.MonkeyPatch) -> None:
-    real = _bootlog.parse_line
-
-    def untimed(text: str) -> dict[str, Any] | None:
-        parsed = real(text)
-        return None if parsed is None else {**parsed, "boot_time": None}
-
-    monkeypatch.setattr(_bootlog, "parse_line", untimed)
-    line = {"MESSAGE": sample_shim_lines()[0], "__MONOTONIC_TIMESTAMP": "17411238"}
-    assert [event["boot_time"] for event in _bootlog.events_from_journal([line])] == [17.411238]
+def test_an_events_time_is_the_entrys_less_its_wait_never_the_texts() -> None:
+    line = {
+        "MESSAGE": sample_shim_lines()[0],  # says "16.36 s after boot", and that the call took 1.05 s
+        "__MONOTONIC_TIMESTAMP": "20000000",
+        "_TRANSPORT": "stdout",
+        "_EXE": "/usr/bin/python3.11",
+    }
+    assert [event["boot_time"] for event in _bootlog.events_from_journal([line])] == [18.95]
+    untimed = {key: value for key, value in line.items() if key != "__MONOTONIC_TIMESTAMP"}
+    assert [event["boot_time"] for event in _bootlog.events_from_journal([untimed])] == [None]
 
 
 def refresh_sample() -> None:

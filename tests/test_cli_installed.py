@@ -65,7 +65,7 @@ def test_status_under_simulate_shows_the_unready_crng_and_the_policy_in_force(sh
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     assert report["crng"] == "unready" and report["kernel"]["crng"] == "ready"
-    assert report["policy"] == "pep522" and report["policy_source"] == "environment variable URANDOM_POLICY"
+    assert report["policy"] == "pep522" and report["policy_source"] == "urandom-shim simulate --policy"
     assert report["patched"] is True  # the status process itself runs under the simulated policy
 
 
@@ -204,7 +204,7 @@ def test_run_in_debians_python_chains_to_the_distro_sitecustomize_exactly_once(s
     assert len(pids) == 2 and len(set(pids)) == 2, f"the distro sitecustomize ran in {pids}, not once in each process"
     assert without_events(result.stderr) == ""
     assert [event.split(": ", 1)[1] for event in events_in(result.stderr)] == [
-        "raised BlockingIOError under policy 'pep522' (from environment variable URANDOM_POLICY)."
+        "raised BlockingIOError under policy 'pep522' (from urandom-shim simulate --policy)."
     ] * 2
 
 

@@ -135,9 +135,9 @@ class Page:
     def python(self, line: int, text: str) -> None:
         first = text.splitlines()[0]
         name = re.fullmatch(r"# ([\w.-]+\.py)", first)
-        if name:
+        if name:  # saved as the reader saves it, its first line included, so that the line numbers agree
             path = self.work / name.group(1)
-            path.write_text(text[len(first) + 1 :], encoding="utf-8")
+            path.write_text(text, encoding="utf-8")
             result = self.venv.run("-m", "py_compile", str(path), env=self.env)
         else:
             result = self.venv.run("-c", text, env=self.env, cwd=self.work)

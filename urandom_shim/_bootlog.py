@@ -36,6 +36,7 @@ JOURNAL_NOTHING_LOGGED = "journalctl found no entries"
 JOURNAL_TIMED_OUT = "journalctl did not finish within {timeout:g} s, so the journal was not read."
 JOURNAL_FAILED = "journalctl failed (exit status {status}): {detail}"
 JOURNAL_FILE_UNREADABLE = "{path}: can't be read ({error})."
+JOURNAL_FILE_MISSING = "{path}: can't be read (No such file or directory)."
 JOURNAL_FILE_EMPTY = "{path}: holds no journal entries."
 JOURNAL_FILE_NOT_JSON = "{path}: is not `journalctl -o json` output: none of its {lines} lines is a JSON object."
 
@@ -89,6 +90,10 @@ def read_journal(path: str | None = None, *, timeout: float = 30.0) -> tuple[lis
     if path is not None:
         try:
             entries, skipped = read_export(path)
+        except FileNotFoundError:
+            return [], JOURNAL_FILE_MISSING.format(path=path)
+        except (NotRegular, TooLarge) as exc:
+            return [], JOURNAL_FILE_UNREADABLE.format(path=path, error=exc)
         except OSError as exc:
             return [], JOURNAL_FILE_UNREADABLE.format(path=path, error=exc.strerror or type(exc).__name__)
         if not entries:
@@ -119,11 +124,87 @@ def read_journal(path: str | None = None, *, timeout: float = 30.0) -> tuple[lis
     return [], JOURNAL_FAILED.format(status=done.returncode, detail=detail)
 
 
+#: The largest saved journal read: a boot's `journalctl -b -o json` is a few megabytes, a busy one tens.
+MAX_JOURNAL_FILE = 256 * 1024 * 1024
+
+
+class NotRegular(OSError):
+    """A file to read is not a regular file (a FIFO, a device, a directory, a socket): refused before any read."""
+
+
+class TooLarge(OSError):
+    """A file to read is larger than the report reads."""
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit``. It is opened without blocking (a FIFO with no
+    writer would hang an open, and one with a writer a read) and checked with ``fstat`` before anything is read:
+    :class:`NotRegular` for anything but a regular file, :class:`TooLarge` above ``limit``; any other OSError as
+    ``open`` raises it."""
+    import stat
+
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        found = os.fstat(fd)
+        if not stat.S_ISREG(found.st_mode):
+            raise NotRegular(f"not a regular file ({_kind(found.st_mode)})")
+        if found.st_size > limit:
+            raise TooLarge(f"larger than {limit // (1024 * 1024)} MiB")
+        chunks = []
+        size = 0
+        while size <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        if size > limit:  # it grew while it was read
+            raise TooLarge(f"larger than {limit // (1024 * 1024)} MiB")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _kind(mode: int) -> str:
+    import stat
+
+    for test, name in (
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+    ):
+        if test(mode):
+            return name
+    return "not a file"
+
+
+#: The problems of read_journal that mean there was nothing to read, rather than something that could not be read.
+JOURNAL_ABSENT = (JOURNALCTL_MISSING, JOURNAL_NO_BOOT, JOURNAL_FILE_EMPTY, JOURNAL_FILE_MISSING)
+
+
+def absent(problem: str | None) -> bool:
+    """Whether ``problem`` (of :func:`read_journal`) says there was no journal to read: journalctl is not installed,
+    the journal holds nothing of this boot, a saved journal does not exist or is empty."""
+    import re
+    import string
+
+    if problem is None:
+        return False
+    for template in JOURNAL_ABSENT:
+        pattern = ".*".join(re.escape(text) for text, *_rest in string.Formatter().parse(template))
+        if re.fullmatch(pattern, problem, re.DOTALL):
+            return True
+    return False
+
+
 def read_export(path: str) -> tuple[list[dict[str, Any]], int]:
     """The entries of a saved ``journalctl -o json`` output, and how many of its lines were not one (a line cut
-    short, say). Raises OSError if the file can't be read."""
-    with open(path, "rb") as file:
-        return parse_export(file)
+    short, say). Raises OSError if the file can't be read, :class:`NotRegular` if it is not a regular file and
+    :class:`TooLarge` if it is larger than :data:`MAX_JOURNAL_FILE`."""
+    return parse_export(read_regular(path, MAX_JOURNAL_FILE).splitlines())
 
 
 def parse_export(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], int]:
@@ -439,29 +520,95 @@ def _first(patterns: list[tuple[Any, Any]], text: str) -> tuple[Any, Any] | None
     return None
 
 
+#: The transports by which a program's own output reaches the journal: its stdout or stderr connected to journald
+#: (``StandardError=journal``, the default for a unit), and journald's native protocol. A line the kernel, syslog
+#: (``logger``) or the audit system brought is not a program's own stderr.
+SHIM_TRANSPORTS = ("stdout", "journal")
+#: The longest message read as an event: the shim's lines are at most 1,000 characters.
+MAX_EVENT_LINE = 4096
+
+#: Why a line that reads as one of the shim's events was not believed: what the journal's trusted fields (those
+#: starting with ``_``, which journald sets and no writer can) say instead. Words that complete "rejected: ...".
+REJECTED_TRANSPORT = "it reached the journal by {transport}, not as a program's own output"
+REJECTED_NOT_PYTHON = "it was written by {exe}, not by a Python interpreter"
+REJECTED_LOGIN_SESSION = "it was written in a user's login session or service manager ({unit}), not by a system unit"
+REJECTED_TOO_LONG = "it is longer than any line of the shim"
+
+
+def rejection(entry: dict[str, Any]) -> str | None:
+    """Why an entry whose message reads as one of the shim's events is not one, from journald's trusted fields; None
+    if they show what the shim's line would: a Python interpreter's own output (``_TRANSPORT`` stdout or journal,
+    ``_EXE``, else ``_COMM``, a python) in a system unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's
+    service manager: every process a user without root starts runs in one of those)."""
+    transport = field(entry, "_TRANSPORT")
+    if transport not in SHIM_TRANSPORTS:
+        return REJECTED_TRANSPORT.format(transport=transport or "an unknown transport")
+    if not is_python(entry, strict=True):
+        return REJECTED_NOT_PYTHON.format(exe=field(entry, "_EXE") or field(entry, "_COMM") or "an unknown program")
+    unit = field(entry, "_SYSTEMD_UNIT") or ""
+    if (
+        field(entry, "_SYSTEMD_USER_UNIT")
+        or unit.startswith("user@")
+        or (unit.startswith("session-") and unit.endswith(".scope"))
+    ):
+        return REJECTED_LOGIN_SESSION.format(unit=unit or field(entry, "_SYSTEMD_USER_UNIT"))
+    return None
+
+
 def events_from_journal(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every event line of the shim among the entries' messages, as the events file records it: with the program's
-    pid, unit and command line (``_CMDLINE``, else ``_COMM``) from the entry, and ``"from": "journal"``."""
+    """The shim's events among the entries (:func:`journal_events`), without the rejected ones."""
+    return journal_events(entries)[0]
+
+
+def journal_events(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(events, rejected): every event line of the shim among the entries' messages, as the events file records it,
+    and the lines that read as one but whose entry shows another writer (:func:`rejection`).
+
+    What an event says about its program comes from journald's trusted fields, never from the text: pid
+    (``_PID``), uid (``_UID``), unit (``_SYSTEMD_UNIT``), command line (``_CMDLINE``, else ``_COMM``), and the time:
+    when journald received the line (:func:`at`), less the wait the line reports (a line is written when its call
+    is over), never before boot. The text gives the call, its caller and what was done. ``"from": "journal"``.
+    Each rejected line is a dict: reason (a sentence), unit, exe, uid, pid, time, and the message (cut short)."""
     events = []
+    rejected = []
     for entry in entries:
         text = message(entry)
         if not text.startswith(_messages.PREFIX):
             continue
-        parsed = parse_line(text)
+        parsed = parse_line(text) if len(text) <= MAX_EVENT_LINE else None
         if parsed is None:
+            if len(text) <= MAX_EVENT_LINE:
+                continue  # one of the shim's other lines (a configuration problem), or not the shim's at all
+            why: str | None = REJECTED_TOO_LONG
+        else:
+            why = rejection(entry)
+        logged = at(entry)
+        if why is not None:
+            rejected.append(
+                {
+                    "reason": why,
+                    "unit": field(entry, "_SYSTEMD_UNIT"),
+                    "exe": field(entry, "_EXE") or field(entry, "_COMM"),
+                    "uid": _int(field(entry, "_UID")),
+                    "pid": _int(field(entry, "_PID")),
+                    "time": None if logged != logged else logged,
+                    "message": text[:200],
+                }
+            )
             continue
-        if parsed.get("boot_time") is None:
-            parsed["boot_time"] = at(entry)
-        try:
-            pid: int | None = int(field(entry, "_PID") or "")
-        except ValueError:
-            pid = None
+        assert parsed is not None
+        waited = parsed.get("waited") or 0.0
+        began = None
+        if logged == logged:  # not NaN
+            began = round(max(0.0, logged - min(max(waited, 0.0), logged)), 3)
         command = field(entry, "_CMDLINE") or field(entry, "_COMM")
+        parsed.pop("boot_time", None)  # the text's own time: the entry's is journald's
         event: dict[str, Any] = {
             "v": _events.VERSION,
             "event": parsed.pop("event"),
-            "boot_time": parsed.pop("boot_time"),
-            "pid": pid,
+            "boot_time": began,
+            "pid": _int(field(entry, "_PID")),
+            "uid": _int(field(entry, "_UID")),
             "argv": [command] if command else [],
             "program": None,
             "unit": field(entry, "_SYSTEMD_UNIT"),
@@ -471,7 +618,14 @@ def events_from_journal(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         event.update(parsed)
         event["from"] = "journal"
         events.append(event)
-    return events
+    return events, rejected
+
+
+def _int(text: str | None) -> int | None:
+    try:
+        return int(text or "")
+    except ValueError:
+        return None
 
 
 # -- the stall the shim can't see --------------------------------------------------------------------------------------
@@ -585,13 +739,17 @@ def started_unit(entry: dict[str, Any]) -> str | None:
     return name if name.endswith(_events.UNIT_SUFFIXES) else None
 
 
-def is_python(entry: dict[str, Any]) -> bool:
-    """Whether a Python interpreter wrote the entry: its executable is python, python3, python3.11, python3.13t..."""
+def is_python(entry: dict[str, Any], *, strict: bool = False) -> bool:
+    """Whether a Python interpreter wrote the entry: its executable is python, python3, python3.11, python3.13t...
+    ``strict``: the executable (``_EXE``, what the kernel says the process runs) decides when the entry has one; the
+    command name (``_COMM``) only when it hasn't, as a process can rename itself."""
     import re
 
     exe = field(entry, "_EXE")
     if exe is not None and re.fullmatch(r"python[0-9.]*[a-z]*(?:-dbg)?", os.path.basename(exe)):
         return True
+    if strict and exe is not None:
+        return False
     return (field(entry, "_COMM") or "").startswith("python")
 
 

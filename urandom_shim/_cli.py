@@ -28,6 +28,8 @@ if TYPE_CHECKING:
 EXIT_PROBLEMS = 1
 EXIT_TIMEOUT = 1
 EXIT_USAGE = 2
+EXIT_NOTHING_READ = 3  # report --fail-for: an input it was asked to read, or every input, could not be read
+EXIT_NO_SUCH_PROGRAM = 4  # check --for: the name is no script, command, console script or module
 EXIT_INTERNAL = 70  # EX_SOFTWARE
 EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "main"]
@@ -54,6 +56,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(_messages.CHECK_FOR_AND_MODULE)
     try:
         report = _report.check_report(args.target if args.module is None else f"-m {args.module}")
+    except _report.NoSuchProgram as exc:
+        sys.stderr.write(f"{PROG} check: {exc}\n")
+        return EXIT_NO_SUCH_PROGRAM
     except _report.NotAProgram as exc:
         raise UsageError(str(exc)) from None
     if args.json:
@@ -118,10 +123,24 @@ def _settings_from(args: argparse.Namespace) -> dict[str, str]:
     return settings
 
 
+def _given_as(command: str, args: argparse.Namespace, settings: dict[str, str]) -> str:
+    """:data:`urandom_shim._config.ENV_GIVEN_AS` for the flags typed: so that the command's settings name them as
+    their source (``from urandom-shim simulate --policy``) rather than the variables that carry them."""
+    lines = [command]
+    for key, value in settings.items():
+        flag = "--" + key.replace("_", "-")
+        if key == "mode" and "--report-only" in getattr(args, "typed", ()):
+            flag = "--report-only"
+        lines.append(f"{flag}\t{_config.KEYS[key].variable}\t{value}")
+    return "\n".join(lines)
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     settings = _settings_from(args)
     _launch.note_floor("run", settings)
     env = _launch.command_environment(settings)
+    if settings:
+        env[_config.ENV_GIVEN_AS] = _given_as("run", args, settings)
     _launch.start_without_waiting(args.command, env)
     return _launch.launch("run", args.command, env)
 
@@ -135,57 +154,136 @@ def cmd_report(args: argparse.Namespace) -> int:
         _render.write_json(report)
     else:
         _render.write(_eventreport.lines(report))
-    return EXIT_PROBLEMS if args.fail_for is not None and _eventreport.fails(report, args.fail_for) else 0
+    if args.fail_for is None:
+        return 0
+    if _eventreport.fails(report, args.fail_for):
+        return EXIT_PROBLEMS
+    unread = _eventreport.unread(report, allow_empty=args.allow_empty)
+    if unread is None:
+        return 0
+    from ._messages import emit
+
+    source, problem, absent = unread
+    hint = _messages.REPORT_ALLOW_EMPTY_HINT if absent else ""
+    if source is None:
+        emit(_messages.REPORT_NOTHING_READ.format(policy=args.fail_for, hint=hint))
+    else:
+        emit(_messages.REPORT_SOURCE_UNREAD.format(policy=args.fail_for, source=source, problem=problem, hint=hint))
+    return EXIT_NOTHING_READ
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
-    if args.unready_forever:
-        spec = "unready-forever"
-    elif args.unready_for is not None:
+    if args.unready_for is not None:
         import time
 
         # Pinned now: the command and all its descendants share one deadline on CLOCK_MONOTONIC.
         spec = f"unready-until-monotonic:{time.monotonic() + args.unready_for!r}"
-    else:
+        window = f"--unready-for {args.unready_for:g}"
+    elif args.unready_until_file is not None:
         path = os.path.abspath(args.unready_until_file)
         if not os.path.exists(path):
             raise UsageError(_messages.SIMULATE_FILE_MISSING.format(unready_until_file=args.unready_until_file))
         spec = f"unready-until-file:{path}"
+        window = f"--unready-until-file {args.unready_until_file}"
+    else:
+        # The default: every call of the command is in the window, as at a boot with no entropy source, where the
+        # window can last the whole boot (Linux before 5.18). A wait lasts until --timeout, or Ctrl-C.
+        spec, window = "unready-forever", "--unready-forever"
+        if not args.unready_forever:
+            from ._messages import emit
+
+            emit(_messages.SIMULATE_DEFAULT_WINDOW)
     settings = _settings_from(args)
     _launch.note_floor("simulate", settings)
+    given = _given_as("simulate", args, settings)
     if settings.get("mode", os.environ.get(_config.ENV_MODE)) == _policies.REPORT:
-        return _simulate_and_report(args, settings, spec)
+        return _simulate_and_report(args, settings, spec, given, window)
     env = _launch.command_environment(settings, simulate=spec)
+    if settings:
+        env[_config.ENV_GIVEN_AS] = given
     _launch.start_without_waiting(args.command, env)
     return _launch.launch("simulate", args.command, env)
 
 
-def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spec: str) -> int:
+def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spec: str, given: str, window: str) -> int:
     """``simulate --report-only``: run the command as a child (its events, and its children's, go to a file), then
-    print the report on stderr. The exit status is the command's (128 + N for a signal, as a shell says)."""
+    print the report on stderr. The exit status is the command's (128 + N for a signal, as a shell says).
+
+    SIGTERM, SIGHUP and SIGINT end the command, not the report: each is passed on to the command (SIGINT only when
+    the terminal did not already send it to the command's process group), and the report of what was collected is
+    printed when it ends. The temporary directory of the events goes in every case."""
+    import shutil
+    import signal
     import subprocess
     import tempfile
 
     from . import _eventreport
 
-    with tempfile.TemporaryDirectory(prefix="urandom-shim-report-") as directory:
+    child: list[subprocess.Popen[bytes]] = []
+    pending: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        if signum == signal.SIGINT and _terminal_sent_it():
+            return  # the command got it from the terminal, as we did
+        if child and child[0].poll() is None:
+            child[0].send_signal(signum)
+        else:
+            pending.append(signum)
+
+    caught = (signal.SIGTERM, signal.SIGINT, getattr(signal, "SIGHUP", signal.SIGTERM))
+    previous = {signum: signal.signal(signum, forward) for signum in caught}
+    directory = tempfile.mkdtemp(prefix="urandom-shim-report-")
+    try:
         settings.setdefault("events", os.path.join(directory, "events.jsonl"))
+        _create(settings["events"])  # a run that makes no call leaves an empty file: read, and clean
         env = _launch.command_environment(settings, simulate=spec)
+        env[_config.ENV_GIVEN_AS] = given  # the events file set here is no flag: only the typed ones are named
         executable, code, message = _launch.find_command(args.command[0], env.get("PATH"))
         if executable is None:
             sys.stderr.write(f"{PROG} simulate: {message}\n")
             return code
+        started = _events_clock()
         try:
-            status = subprocess.call([executable, *args.command[1:]], env=env)
-        except KeyboardInterrupt:
-            status = EXIT_INTERRUPTED
+            child.append(subprocess.Popen([executable, *args.command[1:]], env=env))
         except OSError as exc:
             sys.stderr.write(f"{PROG} {args.subcommand}: {executable}: cannot execute: {exc.strerror or exc}\n")
             return EXIT_NOT_EXECUTABLE
-        report = _eventreport.gather(settings["events"], journal=False)
+        for signum in pending:
+            child[0].send_signal(signum)
+        status = child[0].wait()
+        report = _eventreport.gather(settings["events"], journal=False, simulated=window, since=started)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        shutil.rmtree(directory, ignore_errors=True)
     sys.stdout.flush()
     sys.stderr.write("\n".join(_eventreport.lines(report)) + "\n")
     return 128 - status if status < 0 else status
+
+
+def _create(path: str) -> None:
+    """Create the events file ``path`` empty if it does not exist, as the first event would (mode 600, never
+    through a symbolic link), so that a later ``report --fail-for`` reads a run without events as clean."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        os.close(os.open(path, flags, 0o600))
+    except OSError:
+        pass  # the shim's own writes will say nothing either; `report` says what it could not read
+
+
+def _events_clock() -> float:
+    from ._events import boot_time
+
+    return boot_time()
+
+
+def _terminal_sent_it() -> bool:
+    """Whether this process runs in the foreground of its terminal: a Ctrl-C there reaches the whole process group,
+    the command included."""
+    try:
+        return os.tcgetpgrp(sys.stdin.fileno()) == os.getpgrp()
+    except (OSError, AttributeError, ValueError):
+        return False
 
 
 # -- argument parsing ----------------------------------------------------------------------------------------------
@@ -228,9 +326,19 @@ def _seconds_or_none(text: str) -> float | None:
     return value
 
 
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's, except that an option's help never breaks a line inside a word at a hyphen: a path such as
+    /run/urandom-shim/events.jsonl stays whole, so that it can be copied."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        import textwrap
+
+        return textwrap.wrap(" ".join(text.split()), width, break_on_hyphens=False, break_long_words=False)
+
+
 class _Parser(argparse.ArgumentParser):
     def __init__(self, **kwargs: Any) -> None:
-        kwargs.setdefault("formatter_class", argparse.RawDescriptionHelpFormatter)
+        kwargs.setdefault("formatter_class", _Formatter)
         kwargs.setdefault("allow_abbrev", False)
         super().__init__(**kwargs)
 
@@ -283,8 +391,9 @@ examples:
 SIMULATE_HELP = """\
 Run CMD as if the kernel CRNG were not initialised yet, to see what an application does at early boot. The
 simulated state passes to child processes. The kernel is never touched and every byte still comes from it.
-With --report-only, CMD runs as native would and the report of what the policy would have done is printed at the
-end, on stderr; the exit status is CMD's.
+Without a window option, the CRNG stays unready for as long as CMD runs (--unready-forever). With --report-only,
+CMD runs as native would and the report of what the policy would have done is printed at the end, on stderr; the
+exit status is CMD's.
 
 examples:
   urandom-shim simulate --unready-for 3 --policy pep524 -- python3 app.py
@@ -394,12 +503,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "simulate",
         help="run a command as if at early boot",
         description=SIMULATE_HELP,
-        usage="%(prog)s (--unready-for SECONDS | --unready-until-file PATH | --unready-forever) [options] -- CMD ...",
+        usage="%(prog)s [--unready-for SECONDS | --unready-until-file PATH | --unready-forever] [options] -- CMD ...",
     )
-    when = sub.add_mutually_exclusive_group(required=True)
+    when = sub.add_mutually_exclusive_group()
     when.add_argument("--unready-for", metavar="SECONDS", type=_seconds, help="unready for SECONDS from now")
     when.add_argument("--unready-until-file", metavar="PATH", help="unready while PATH exists")
-    when.add_argument("--unready-forever", action="store_true", help="unready for as long as CMD runs")
+    when.add_argument("--unready-forever", action="store_true", help="unready for as long as CMD runs (the default)")
     _add_settings(sub)
     subs["simulate"] = sub
 
@@ -419,6 +528,12 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         metavar="POLICY",
         type=_value_type("policy", "policy"),
         help="exit 1 if under POLICY some program would raise or use weak bytes",
+    )
+    sub.add_argument(
+        "--allow-empty",
+        action="store_true",
+        help="with --fail-for: an events file that does not exist, or no journal, counts as a boot without events "
+        "(without it, exit 3)",
     )
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     subs["report"] = sub
@@ -464,6 +579,7 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser
     if extra:
         sub.error(f"unrecognized arguments: {' '.join(extra)}")
     args.command = command
+    args.typed = argv
     return args, sub
 
 

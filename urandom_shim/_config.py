@@ -52,6 +52,10 @@ ENV_EVENTS = "URANDOM_SHIM_EVENTS"
 ENV_CONFIG = "URANDOM_SHIM_CONFIG"
 ENV_MACHINE = "URANDOM_SHIM_MACHINE_CONFIG"
 ENV_DISABLE = "URANDOM_SHIM_DISABLE"
+#: Set by ``run`` and ``simulate``: which of the variables they set came from which flag the user typed, one
+#: ``FLAG<TAB>VARIABLE<TAB>VALUE`` line each, after a first line naming the command. A variable whose value is still
+#: the one the flag gave is then named by its flag.
+ENV_GIVEN_AS = "URANDOM_SHIM_GIVEN_AS"
 ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"  # read by urandom_shim._simulation
 ENV_DEBUG = "URANDOM_SHIM_DEBUG"
 ENV_HASHSEED = "URANDOM_SHIM_HASHSEED"  # urandom_shim._hashseed's mark
@@ -216,6 +220,21 @@ VARIABLES = (ENV_DISABLE, ENV_SIMULATE, *KEY_VARIABLES, ENV_CONFIG, ENV_HASHSEED
 def variables(values: Mapping[str, object]) -> dict[str, str]:
     """The environment variables that carry ``values`` (key -> value or its text) to a child process."""
     return {KEYS[key].variable: "none" if value is None else str(value) for key, value in values.items()}
+
+
+def given_as(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+    """Variable -> (the flag that set it, as a source: ``urandom-shim simulate --policy``; the value it gave), from
+    :data:`ENV_GIVEN_AS`. Anything malformed there is no flag."""
+    text = environ.get(ENV_GIVEN_AS) or ""
+    command, _newline, rest = text.partition("\n")
+    if command not in ("run", "simulate"):
+        return {}
+    found = {}
+    for line in rest.split("\n"):
+        flag, variable, value = ([*line.split("\t", 2), "", ""])[:3]
+        if flag.startswith("--") and variable.startswith("URANDOM_") and len(flag) < 40:
+            found[variable] = (f"urandom-shim {command} {flag}", value)
+    return found
 
 
 def environment_ignored(flags: object = None) -> bool:
@@ -496,9 +515,11 @@ def resolve(
         for key, value in overrides.items():
             resolution.offer(key, value, overrides_source, from_text=False)
     # 1. The environment.
+    given = {} if ignore_environment else given_as(environ)
     for key, record in KEYS.items():
-        source = f"environment variable {record.variable}"
         raw = None if ignore_environment else environ.get(record.variable)
+        flag = given.get(record.variable)
+        source = flag[0] if flag is not None and flag[1] == raw else f"environment variable {record.variable}"
         if raw == "":  # empty counts as not set, the same for every variable
             tried(source, "set but empty, so not set")
             continue

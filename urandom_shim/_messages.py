@@ -200,6 +200,29 @@ PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy=
 
 WAIT_LIVE_LINE = "urandom-shim wait: kernel CRNG {word} after {value:.1f} s{tail}"
 CHECK_FOR_AND_MODULE = "give --for or --module, not both"
+CHECK_NO_SUCH_PROGRAM = (
+    "--for {target!r}: there is no such script, no such command on PATH or in {bin}, and no module of that name here "
+    "or on this interpreter's sys.path. Check the spelling, and that the app is installed in this environment."
+)
+CHECK_NO_SUCH_MODULE = (
+    "-m {module}: there is no module of that name here or on this interpreter's sys.path. Check the spelling, and "
+    "that the app is installed in this environment."
+)
+CHECK_WHEEL_WITHOUT_PACKAGE_FILE = (
+    "{package} is an installed package without a {name}, and no source sets its policy, so it runs under the "
+    "default. A [tool.urandom-shim] table in the app's pyproject.toml does not travel in its wheel: put the same "
+    "keys at the top level of {name} in the package (it is then installed as {file}), or set them in the "
+    "environment's or the machine's file."
+)
+REPORT_SOURCE_UNREAD = (
+    "report --fail-for {policy}: {source} was not read ({problem}), so this can't be a clean verdict; exit status "
+    "3.{hint}"
+)
+REPORT_NOTHING_READ = (
+    "report --fail-for {policy}: nothing was read (no events file, and no journal), so this can't be a clean "
+    "verdict; exit status 3.{hint}"
+)
+REPORT_ALLOW_EMPTY_HINT = " If a boot with nothing to read is expected here, add --allow-empty."
 WAIT_TIMED_OUT = (
     "wait: the kernel's random number generator was still not ready after {timeout:g} s (--timeout); exit status "
     "1. To end the wait, {entropy_hint}.{simulation_note}"
@@ -216,6 +239,10 @@ CLI_INTERNAL_ERROR = (
 WAIT_SIMULATED = " (simulated by {variable}={spec})"
 WAIT_ENTROPY = ", entropy_avail {entropy} bits"
 WAIT_STATE_UNKNOWN = "state unknown (counts as ready)"
+SIMULATE_DEFAULT_WINDOW = (
+    "simulate: no window given, so the simulated CRNG stays unready for as long as the command runs "
+    "(--unready-forever); give --unready-for SECONDS for a window that closes."
+)
 SIMULATE_FILE_MISSING = (
     "--unready-until-file {unready_until_file!r} does not exist, so the simulated CRNG would be ready from the "
     "start; create the file first, and delete it to make the CRNG ready"

@@ -34,6 +34,24 @@ def rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) 
     return lines
 
 
+def escaped(text: object) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (control characters, terminal
+    escapes, C1 controls, bidirectional overrides and other format characters, line and paragraph separators) as
+    its ``\\x``/``\\u`` escape, so that no string from a record or the journal can move the cursor, redraw what
+    was printed above it, or reorder what follows."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    out = []
+    for char in text:
+        if char.isprintable():
+            out.append(char)
+            continue
+        code = ord(char)
+        out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+    return "".join(out)
+
+
 def value(value: object) -> str:
     if value is None:
         return "none"
@@ -103,7 +121,8 @@ def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy
     lines += rows(crng_rows)
     lines += [
         "",
-        f"Configuration for `{report['resolved_for']}` (`urandom-shim check --for PROGRAM` shows a program's)",
+        f"Configuration for {resolved_for(report['resolved_for'])} (`urandom-shim check --for PROGRAM` shows a "
+        "program's)",
     ]
     lines += rows([(name, value(s["value"]), f"from {s['source']}") for name, s in report["settings"].items()])
     lines += ["", f"While the CRNG is not ready, under {report['policy']}"]
@@ -118,6 +137,17 @@ def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy
     return lines
 
 
+def resolved_for(described: str) -> str:
+    """The program the settings are for, its command in backticks and the directory it runs in outside them:
+    ``python -c`` in /srv/app, not ``python -c in /srv/app``."""
+    import re
+
+    found = re.fullmatch(r"(python (?:-c|-m \S+)) in (.+)", described, re.DOTALL)
+    if found is None:
+        return f"`{described}`"
+    return f"`{found.group(1)}` in {found.group(2)}"
+
+
 def crng_phrase(state: str) -> str:
     if state == _readiness.READY:
         return "ready (initialised)"
@@ -129,7 +159,11 @@ def crng_phrase(state: str) -> str:
 def check_lines(report: dict[str, Any]) -> list[str]:
     """``check`` as text."""
     problems = report["problems"]
-    lines = [f"Configuration for `{report['resolved_for']}`", f"Where its project is: {report['project_rule']}", ""]
+    lines = [
+        f"Configuration for {resolved_for(report['resolved_for'])}",
+        f"Where its project is: {report['project_rule']}",
+        "",
+    ]
     lines += ["Sources tried, highest precedence first"]
     source_rows: list[tuple[str, ...]] = []
     for source in report["sources"]:
@@ -144,6 +178,16 @@ def check_lines(report: dict[str, Any]) -> list[str]:
     if report.get("events_file") is not None:
         lines += ["", "Events file"]
         lines += rows([(str(report["settings"]["events"]["value"]), report["events_file"])])
+    for advice in report.get("advice") or ():
+        lines += ["", "Note"]
+        lines += textwrap.wrap(
+            advice,
+            width=116,
+            initial_indent="  ",
+            subsequent_indent="  ",
+            break_on_hyphens=False,
+            break_long_words=False,
+        )
     if problems:
         lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
         lines += [f"  {line(p)}" for p in bounded(problems)]

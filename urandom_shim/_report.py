@@ -22,6 +22,11 @@ class NotAProgram(ValueError):
     """``check --for`` names something that is neither a script, a command on ``PATH``, nor a module name."""
 
 
+class NoSuchProgram(NotAProgram):
+    """``check --for`` names something that could be a command or a module, but no such command or module exists:
+    a typo, or an app that is not installed in this environment."""
+
+
 def read_int(path: str) -> int | None:
     try:
         with open(path, "rb") as handle:
@@ -203,19 +208,76 @@ def program(target: str | None) -> tuple[_sources.Invocation, str]:
     if explicit_module:
         if not is_module_name:
             raise NotAProgram(f"--for {target!r}: after -m comes a module name such as 'app.main'")
+        if not module_exists(name, cwd):
+            raise NoSuchProgram(_messages.CHECK_NO_SUCH_MODULE.format(module=name))
         return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
     if os.sep in target or target.endswith((".py", ".pyz")) or os.path.isfile(target):
         return _sources.invocation([target]), f"python {target}"
-    command = shutil.which(target)
+    command = shutil.which(target) or beside_this_command(target)
     if command is not None:  # a console script or other program on PATH, as the shell would find it
-        return _sources.invocation([command]), f"{target} (found on PATH: {command})"
+        where = "on PATH" if shutil.which(target) == command else "beside urandom-shim"
+        return _sources.invocation([command]), f"{target} (found {where}: {command})"
     if is_module_name:  # a package directory here is still a module name: `python -m` is what runs it
+        if not module_exists(name, cwd) and not os.path.isdir(target):
+            raise NoSuchProgram(_messages.CHECK_NO_SUCH_PROGRAM.format(target=target, bin=_own_bin() or "its bin"))
         return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
     if os.path.isdir(target):
         return _sources.invocation([target]), f"python {target}"
     raise NotAProgram(
         f"--for {target!r} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module "
         "name such as 'app.main' (write '-m app.main' to say it is one)"
+    )
+
+
+def _own_bin() -> str | None:
+    """The directory of the ``urandom-shim`` that is running: a venv's ``bin``, where its console scripts are."""
+    for candidate in (sys.argv[0] if sys.argv else "", sys.executable or ""):
+        if candidate and os.path.basename(candidate).startswith(("urandom-shim", "python")):
+            directory = os.path.dirname(os.path.abspath(candidate))
+            if os.path.isdir(directory):
+                return directory
+    return None
+
+
+def beside_this_command(name: str) -> str | None:
+    """A console script ``name`` in the directory of the running ``urandom-shim`` (its venv's ``bin``), which need
+    not be on ``PATH``: ``/opt/app/venv/bin/urandom-shim check --for tok-cli`` means that venv's ``tok-cli``."""
+    directory = _own_bin()
+    if directory is None or os.sep in name:
+        return None
+    candidate = os.path.join(directory, name)
+    return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
+
+
+def module_exists(name: str, cwd: str | None) -> bool:
+    """Whether ``python -m name`` would find the top-level package of ``name``: in the current directory, or where
+    this interpreter's import system looks (``sys.path``, zips, an editable install's import hook). Nothing is
+    imported: only the top-level name is looked up."""
+    import importlib.machinery
+    import importlib.util
+
+    top = name.split(".")[0]
+    if cwd is not None and importlib.machinery.PathFinder.find_spec(top, [cwd]) is not None:
+        return True
+    if _sources.find_module(name, list(sys.path))[0] is not None:
+        return True
+    try:
+        return importlib.util.find_spec(top) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def wheel_without_settings(who: _sources.Invocation, settings: _policies.Settings) -> str | None:
+    """What to do when the program is an installed package (in a ``site-packages`` or ``dist-packages``) with no
+    package file, and no source but the default set its policy: a ``[tool.urandom-shim]`` table in the app's
+    ``pyproject.toml`` does not travel in its wheel."""
+    package = who.package
+    if package is None or "-packages" not in package or settings.policy.source != "default":
+        return None
+    if os.path.exists(os.path.join(package, _sources.PACKAGE_FILE)):
+        return None
+    return _messages.CHECK_WHEEL_WITHOUT_PACKAGE_FILE.format(
+        package=package, file=os.path.join(package, _sources.PACKAGE_FILE), name=_sources.PACKAGE_FILE
     )
 
 
@@ -264,6 +326,7 @@ def check_report(target: str | None) -> dict[str, Any]:
         "policy_source": settings.policy.source,
         "run_start": describe_run_start(settings),
         "events_file": events_file_state(settings.events.value),
+        "advice": [advice for advice in (wheel_without_settings(who, settings),) if advice],
         "problems": problems,
         "clean": not problems,
     }

@@ -312,7 +312,14 @@ def test_report_mode_behaves_as_native_and_the_verdict_matches_what_the_boot_did
     assert step["json"] == {"returncode": 0, "stderr": ""}, step["json"]
     assert step["text"]["returncode"] == 0 and step["text"]["stderr"] == "", step["text"]
     report = step["report"]
-    assert report["sources"]["events"] == {"path": GUEST_EVENTS, "records": 3, "skipped": 0, "problem": None}
+    found = report["sources"]["events"]
+    assert {key: found[key] for key in ("path", "records", "skipped", "problem", "read")} == {
+        "path": GUEST_EVENTS,
+        "records": 3,
+        "skipped": 0,
+        "problem": None,
+        "read": True,
+    }
     # The events file: the call, and the two seedings of `random` by the steps before it, by /init (pid 1).
     events = {event["call"]: event for event in step["events"]}
     assert list(events) == ["import random", "Random() seeding", "os.urandom(16)"], step["events"]
@@ -351,7 +358,11 @@ def test_report_mode_behaves_as_native_and_the_verdict_matches_what_the_boot_did
     # When: the call began before the kernel logged "crng init done" (read from /dev/kmsg, as root), and was
     # released when it did: the call was in the window, and it ended with it.
     crng = report["crng_init_done"]
-    assert isinstance(crng, float) and report["sources"]["kernel"] == {"crng_init_done": crng, "source": "/dev/kmsg"}
+    assert isinstance(crng, float) and report["sources"]["kernel"] == {
+        "crng_init_done": crng,
+        "source": "/dev/kmsg",
+        "simulated": False,
+    }
     assert crng == result["end"]["crng_ready_at"], "the guest's own reading of the kernel log"
     assert result.boot_time < event["boot_time"] < crng, (result.boot_time, event, crng)
     assert abs(event["boot_time"] + event["waited"] - crng) < 0.5, (event, crng)

@@ -1,0 +1,438 @@
+"""``urandom-shim report`` against a hostile local user: a gate that image CI trusts (SPEC section 8).
+
+- Forged journal lines: a line that reads as one of the shim's events counts only when journald's trusted fields
+  (``_TRANSPORT``, ``_EXE``/``_COMM``, ``_SYSTEMD_UNIT``) show a Python interpreter's own output in a system unit;
+  each of them wrong in turn is rejected, counted and shown apart. The unit, pid, uid and time are the entry's.
+- Forged and malformed records of the events file: no record cancels, merges away or downgrades another; a record
+  of the wrong shape is skipped and counted; a property: adding any record never makes a failing ``--fail-for`` pass.
+- Escapes: no string from a record or the journal reaches the terminal raw.
+- FIFOs and other files that are not regular files are refused at once; huge inputs are bounded.
+- Reading nothing is never a clean verdict: with ``--fail-for`` it exits 3, unless ``--allow-empty``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+from conftest import clean_env
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import urandom_shim
+from urandom_shim import _bootlog, _cli, _events, _policies
+
+#: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
+PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
+DATA = Path(__file__).resolve().parent / "data"
+SAMPLE_EVENTS = DATA / "events-sample.jsonl"
+SAMPLE_JOURNAL = DATA / "journal-debian12-cloud-init.jsonl"
+EXIT_NOTHING_READ = 3
+
+#: The issue's forged line, as `logger -t x '...'` run by uid 1000 in a login session leaves it in the journal.
+FORGED_TEXT = (
+    "urandom-shim: os.urandom(32) called from /usr/sbin/sshd-keygen:1 before the kernel CRNG was ready, 2.00 s "
+    "after boot: used best-effort bytes without waiting under policy 'legacy' (from /etc/urandom-shim.toml (machine "
+    "file))."
+)
+#: What a line of the shim carries when it is real: a Python interpreter's stderr, in a system unit.
+GENUINE = {
+    "_TRANSPORT": "stdout",
+    "_EXE": "/usr/bin/python3.11",
+    "_COMM": "python3",
+    "_SYSTEMD_UNIT": "sshd-keygen.service",
+    "_UID": "0",
+    "_PID": "512",
+    "_BOOT_ID": "5f0c6a1e9b3d4e7a8c2f1d0b6e4a9c37",
+    "__MONOTONIC_TIMESTAMP": "30000000",
+}
+
+
+@pytest.fixture(autouse=True)
+def fresh_patterns() -> Iterator[None]:
+    _bootlog._patterns_cache.clear()
+    yield
+    _bootlog._patterns_cache.clear()
+
+
+def report(*args: str) -> tuple[int, str, str]:
+    """``urandom-shim report ARGS`` in this process: (exit status, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = _cli.main(["report", *args])
+    return code, out.getvalue(), err.getvalue()
+
+
+def journal_file(tmp_path: Path, *entries: dict[str, Any]) -> Path:
+    path = tmp_path / "journal.jsonl"
+    path.write_text("".join(json.dumps(entry) + "\n" for entry in entries), encoding="utf-8")
+    return path
+
+
+def records_file(tmp_path: Path, *records: object, name: str = "events.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def sample_records() -> list[dict[str, Any]]:
+    return [json.loads(line) for line in SAMPLE_EVENTS.read_text().splitlines()]
+
+
+# -- forged journal entries ----------------------------------------------------------------------------------------
+
+
+def test_the_issues_logger_line_no_longer_fails_the_gate_and_is_shown_as_rejected(tmp_path: Path) -> None:
+    forged = {
+        "MESSAGE": FORGED_TEXT,
+        "_TRANSPORT": "syslog",
+        "_EXE": "/usr/bin/logger",
+        "_COMM": "logger",
+        "SYSLOG_IDENTIFIER": "x",
+        "_SYSTEMD_UNIT": "session-3.scope",
+        "_UID": "1000",
+        "_PID": "4242",
+        "__MONOTONIC_TIMESTAMP": "900000000",
+    }
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, forged)), "--fail-for", "pep522")
+    assert code == 0, out
+    assert "session-3.scope: first call" not in out
+    assert "1 line rejected" in out and "Rejected: 1 line of the journal" in out
+    assert "it reached the journal by syslog, not as a program's own output" in out
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, forged)), "--json")
+    journal = json.loads(out)["sources"]["journal"]
+    assert (journal["records"], journal["rejected"]) == (0, 1)
+    assert journal["rejected_lines"][0]["uid"] == 1000 and journal["rejected_lines"][0]["unit"] == "session-3.scope"
+
+
+def test_a_genuine_line_fails_the_gate(tmp_path: Path) -> None:
+    """The control: the same line from a Python interpreter's stderr in a system unit is believed."""
+    code, out, _err = report(
+        "--journal-file", str(journal_file(tmp_path, {"MESSAGE": FORGED_TEXT, **GENUINE})), "--fail-for", "pep522"
+    )
+    assert code == 1, out
+    assert "sshd-keygen.service: first call 30.00 s after boot" in out, "the entry's time, not the text's 2.00 s"
+    assert "rejected" not in out
+
+
+@pytest.mark.parametrize(
+    ("wrong", "reason"),
+    [
+        ({"_TRANSPORT": "syslog"}, "it reached the journal by syslog"),
+        ({"_TRANSPORT": "kernel"}, "it reached the journal by kernel"),
+        ({"_TRANSPORT": None}, "it reached the journal by an unknown transport"),
+        ({"_EXE": "/usr/bin/logger"}, "it was written by /usr/bin/logger, not by a Python interpreter"),
+        ({"_EXE": "/home/mallory/bin/cat"}, "it was written by /home/mallory/bin/cat"),
+        ({"_EXE": None, "_COMM": "systemd-cat"}, "it was written by systemd-cat"),
+        ({"_SYSTEMD_UNIT": "session-3.scope", "_UID": "1000"}, "a user's login session or service manager"),
+        ({"_SYSTEMD_UNIT": "user@1000.service", "_SYSTEMD_USER_UNIT": "x.service"}, "service manager"),
+    ],
+    ids=["syslog", "kernel", "no-transport", "logger", "cat", "comm-only", "login-session", "user-manager"],
+)
+def test_each_trusted_field_wrong_in_turn_rejects_the_line(
+    tmp_path: Path, wrong: dict[str, str | None], reason: str
+) -> None:
+    entry = {"MESSAGE": FORGED_TEXT, **GENUINE, **wrong}
+    entry = {key: value for key, value in entry.items() if value is not None}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 0, out
+    assert reason in out and "1 line rejected" in out
+
+
+def test_a_renamed_process_is_not_a_python_while_the_kernel_names_its_executable(tmp_path: Path) -> None:
+    """``_COMM`` is what a process calls itself (prctl); ``_EXE`` is what the kernel says it runs."""
+    entry = {"MESSAGE": FORGED_TEXT, **GENUINE, "_EXE": "/usr/bin/logger", "_COMM": "python3"}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 0 and "not by a Python interpreter" in out, out
+
+
+def test_unit_pid_uid_and_time_are_the_entrys_never_the_texts(tmp_path: Path) -> None:
+    entry = {**GENUINE, "_SYSTEMD_UNIT": "app.service", "_UID": "998", "_PID": "77", "MESSAGE": FORGED_TEXT}
+    _code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--json")
+    (program,) = json.loads(out)["programs"]
+    assert (program["name"], program["pids"], program["uids"], program["first_call"]) == (
+        "app.service",
+        [77],
+        [998],
+        30.0,
+    )
+    _code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)))
+    assert "app.service: first call 30.00 s after boot" in out and "  uid        998" in out
+
+
+def test_a_line_too_long_to_be_the_shims_is_rejected_quickly(tmp_path: Path) -> None:
+    huge = FORGED_TEXT.replace("/usr/sbin/sshd-keygen:1", " called from " * 400_000)
+    path = journal_file(tmp_path, {**GENUINE, "MESSAGE": huge})
+    try:
+        done = run_report_process("--journal-file", str(path), "--fail-for", "pep522")
+    except subprocess.TimeoutExpired:
+        pytest.fail("a 5 MB line that reads as the shim's takes the report more than 20 s")
+    assert done.returncode == 0 and "longer than any line of the shim" in done.stdout, done.stdout[:2000]
+
+
+# -- forged and malformed records ----------------------------------------------------------------------------------
+
+
+def test_a_forged_record_cant_hide_the_journals_real_problem(tmp_path: Path) -> None:
+    """The issue's case: the same call and caller as the journal's real event, another site, in the events file."""
+    forged = {
+        "v": 1,
+        "event": "call",
+        "unit": "early-setup.service",
+        "call": "os.urandom(16)",
+        "caller": "/usr/local/sbin/early-setup.py:14",
+        "site": "random._inst",
+        "pid": 412,
+        "policy": "pep522",
+        "mode": "report",
+        "action": "untouched",
+        "would": "best-effort",
+    }
+    events = records_file(tmp_path, forged)
+    code, out, _err = report("--journal-file", str(SAMPLE_JOURNAL), "--events", str(events), "--fail-for", "pep522")
+    assert code == 1, out
+    assert "under pep522, 1 program would raise BlockingIOError: early-setup.service" in out
+
+
+def test_a_forged_record_cant_downgrade_a_record_of_the_file(tmp_path: Path) -> None:
+    records = sample_records()
+    raising = next(r for r in records if r.get("would") == "raise")
+    downgrade = {**raising, "site": "random._inst", "would": "best-effort", "action": "untouched", "event": "call"}
+    for order in ([downgrade, *records], [*records, downgrade]):
+        events = records_file(tmp_path, *order)
+        code, out, _err = report("--events", str(events), "--no-journal", "--fail-for", "pep522")
+        assert code == 1, out
+        code, out, _err = report("--events", str(events), "--no-journal", "--json")
+        programs = {p["name"]: p for p in json.loads(out)["programs"]}
+        assert programs[raising["unit"]]["under"]["pep522"] == "raise"
+
+
+def test_a_repeat_can_only_add_to_a_count(tmp_path: Path) -> None:
+    records = sample_records()
+    first = records[1]
+    events = records_file(tmp_path, first, {**first, "event": "repeat", "count": 0, "site": "random.Random()"})
+    _code, out, _err = report("--events", str(events), "--no-journal", "--json")
+    (program,) = json.loads(out)["programs"]
+    assert program["under"]["pep522"] == "raise"
+    assert [call["count"] for call in program["calls"]] == [1, 0]
+
+
+MALFORMED = [
+    '{"v":1,"call":["x"]}',
+    '{"v":1,"call":"x","event":"repeat","count":"many"}',
+    '{"v":1,"call":"x","argv":[1,2]}',
+    '{"v":1,"call":"x","boot_time":"soon"}',
+    '{"v":1,"call":"x","boot_time":NaN}',
+    '{"v":1,"call":"x","pid":-1}',
+    '{"v":1,"call":"x","unit":{"a":1}}',
+    '{"v":1,"call":"x","event":"explode"}',
+    '{"v":1,"call":"x","site":"nowhere"}',
+    '{"v":true,"call":"x"}',
+    '{"v":2,"call":"x"}',
+    "[1,2,3]",
+    "not json at all",
+]
+
+
+def test_malformed_records_are_skipped_and_counted_never_an_internal_error(tmp_path: Path) -> None:
+    events = records_file(tmp_path, *MALFORMED, *sample_records())
+    code, out, err = report("--events", str(events), "--no-journal", "--fail-for", "pep522")
+    assert code == 1, err  # the sample's real problems still fail the gate, however much garbage is around them
+    assert f"{len(MALFORMED)} records skipped" in out, out
+    assert "internal error" not in err
+    code, out, _err = report("--events", str(events), "--no-journal", "--json")
+    found = json.loads(out)["sources"]["events"]
+    assert found["skipped"] == len(MALFORMED) and found["records"] == 8
+    assert found["skipped_why"]["with a call of the wrong type"] == 1
+
+
+@pytest.mark.parametrize("line", MALFORMED[:3], ids=["call-list", "count-text", "argv-numbers"])
+def test_each_of_the_issues_records_alone_is_skipped_and_is_not_a_clean_read(tmp_path: Path, line: str) -> None:
+    events = str(records_file(tmp_path, line))
+    code, out, err = report("--events", events, "--no-journal")
+    assert code == 0 and "internal error" not in err, err
+    assert "no record in it could be read (1 with a" in out, out
+    code, _out, err = report("--events", events, "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "no record in it could be read" in err, err
+
+
+# -- escapes -----------------------------------------------------------------------------------------------------
+
+
+def test_no_string_from_a_record_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    base = sample_records()[1]
+    hostile = {
+        **base,
+        "argv": ["x\x1b[3A\x1b[J\u202eexit 0", "\x9b2J"],
+        "unit": "evil\x1b]0;title\x07.service",
+        "call": "os.urandom(16)\x1b[2K\r",
+        "caller": "/tmp/\x1b[1;32mclean\x1b[0m:1",
+        "policy": "pep522\x08\x08\x08",
+    }
+    code, out, _err = report("--events", str(records_file(tmp_path, hostile)), "--no-journal")
+    assert code == 0
+    assert all(char == "\n" or char.isprintable() for char in out), repr(out)
+    assert "evil\\x1b]0;title\\x07.service" in out and "x\\x1b[3A\\x1b[J\\u202eexit 0" in out
+
+
+def test_no_string_from_the_journal_reaches_the_terminal_raw(tmp_path: Path) -> None:
+    genuine = {**GENUINE, "MESSAGE": FORGED_TEXT, "_SYSTEMD_UNIT": "x\x1b[2J.service", "_CMDLINE": "py\x1b[A"}
+    rejected = {**genuine, "_EXE": "/tmp/\x1b[31mred"}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, genuine, rejected)))
+    assert code == 0
+    assert all(char == "\n" or char.isprintable() for char in out), repr(out)
+    assert "x\\x1b[2J.service" in out and "/tmp/\\x1b[31mred" in out
+
+
+# -- files that are not regular files, and huge ones ------------------------------------------------------------------
+
+
+def run_report_process(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The report in a fresh interpreter of this checkout, with a deadline: a hang fails the test, never the run."""
+    environment = clean_env({"PYTHONPATH": PACKAGE_HOME, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "urandom_shim", "report", *args],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env=environment,
+        stdin=subprocess.DEVNULL,
+    )
+
+
+@pytest.mark.parametrize("how", ["--events", "configured", "--journal-file"])
+def test_a_fifo_is_refused_at_once(tmp_path: Path, how: str) -> None:
+    fifo = tmp_path / "events.jsonl"
+    os.mkfifo(fifo)
+    if how == "--events":
+        args, env = ["--events", str(fifo), "--no-journal"], {}
+    elif how == "configured":
+        args, env = ["--no-journal"], {"URANDOM_SHIM_EVENTS": str(fifo)}
+    else:
+        args, env = ["--journal-file", str(fifo)], {}
+    began = time.monotonic()
+    try:
+        done = run_report_process(*args, "--fail-for", "pep522", env=env)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"report {' '.join(args)} hangs on a FIFO")
+    assert time.monotonic() - began < 15
+    assert done.returncode == EXIT_NOTHING_READ, done.stdout + done.stderr
+    assert "not a regular file (a FIFO)" in done.stdout, done.stdout
+
+
+def test_a_directory_or_a_device_is_refused(tmp_path: Path) -> None:
+    for path in (str(tmp_path), "/dev/zero"):
+        code, out, _err = report("--events", path, "--no-journal", "--fail-for", "pep522")
+        assert code == EXIT_NOTHING_READ and "refused: not a regular file" in out, out
+
+
+def test_a_huge_events_file_is_refused_without_being_read(tmp_path: Path) -> None:
+    huge = tmp_path / "events.jsonl"
+    with open(huge, "wb") as file:
+        file.truncate(1 << 40)  # sparse: a terabyte that takes no room
+    began = time.monotonic()
+    code, out, _err = report("--events", str(huge), "--no-journal", "--fail-for", "pep522")
+    assert time.monotonic() - began < 5
+    assert code == EXIT_NOTHING_READ and "larger than 64 MiB" in out, out
+
+
+# -- reading nothing is never clean ------------------------------------------------------------------------------
+
+
+def test_a_missing_events_file_fails_the_gate_unless_empty_is_allowed(tmp_path: Path) -> None:
+    missing = str(tmp_path / "does-not-exist.jsonl")
+    code, out, err = report("--events", missing, "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ, out
+    assert "was not read (no such file)" in err and "--allow-empty" in err
+    assert report("--events", missing, "--no-journal", "--fail-for", "pep522", "--allow-empty")[0] == 0
+    assert report("--events", missing, "--no-journal")[0] == 0, "without --fail-for it is only a report"
+
+
+def test_an_empty_events_file_is_a_boot_without_events(tmp_path: Path) -> None:
+    empty = tmp_path / "events.jsonl"
+    empty.touch()
+    assert report("--events", str(empty), "--no-journal", "--fail-for", "pep522")[0] == 0
+
+
+def test_nothing_at_all_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("urandom_shim._eventreport.default_events_path", lambda: None)
+    code, _out, err = report("--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "nothing was read" in err, err
+
+
+def test_a_journal_that_cant_be_read_fails_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("urandom_shim._eventreport.default_events_path", lambda: None)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no journalctl
+    code, _out, err = report("--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "journalctl is not installed here" in err, err
+    assert report("--fail-for", "pep522", "--allow-empty")[0] == 0
+    # A saved journal that is a directory was not read: --allow-empty does not cover that.
+    code, _out, err = report("--journal-file", str(tmp_path), "--fail-for", "pep522", "--allow-empty")
+    assert code == EXIT_NOTHING_READ, err
+
+
+def test_a_journal_only_this_user_may_read_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("urandom_shim._eventreport.default_events_path", lambda: None)
+    monkeypatch.setattr(_bootlog, "read_journal", lambda path=None: ([], _bootlog.JOURNAL_PERMISSION_DENIED))
+    code, _out, err = report("--fail-for", "pep522", "--allow-empty")
+    assert code == EXIT_NOTHING_READ and "can't read the system journal" in err, err
+
+
+# -- the property: a record can add a finding, never take one away ----------------------------------------------------
+
+TEXT = st.text(max_size=12)
+SAMPLE = sample_records()
+
+
+def _pick(name: str) -> st.SearchStrategy[Any]:
+    return st.sampled_from(sorted({str(r.get(name)) for r in SAMPLE}))
+
+
+RECORDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "v": st.sampled_from([1, 1, 1, 2, "1", True, None]),
+        "event": st.sampled_from(["call", "repeat", "other", 3]),
+        "call": _pick("call") | TEXT | st.integers(),
+        "caller": _pick("caller") | TEXT | st.none(),
+        "site": st.sampled_from([*_policies.SITES, "x", None]),
+        "unit": _pick("unit") | TEXT | st.none(),
+        "program": _pick("program") | TEXT | st.none(),
+        "argv": st.lists(TEXT, max_size=3) | st.lists(st.integers(), max_size=2) | st.none(),
+        "pid": st.integers(-5, 10**6) | st.none() | TEXT,
+        "policy": st.sampled_from([p.name for p in _policies.POLICIES]) | TEXT,
+        "mode": st.sampled_from(["enforce", "report", "x"]),
+        "action": st.sampled_from([*_events.ACTIONS, "x"]),
+        "would": st.sampled_from(["untouched", "wait", "raise", "best-effort", "x"]),
+        "boot_time": st.floats(allow_nan=True, allow_infinity=True) | st.none() | TEXT,
+        "waited": st.floats(-1, 10**9) | st.none(),
+        "count": st.integers(-3, 10**9) | TEXT | st.none(),
+        "simulated": st.none() | st.booleans() | TEXT,
+    },
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    record=RECORDS | st.just("garbage") | st.just("[]"),
+    where=st.integers(0, len(SAMPLE)),
+    policy=st.sampled_from(["pep522", "legacy"]),
+)
+def test_adding_any_record_never_makes_a_failing_gate_pass(
+    tmp_path_factory: pytest.TempPathFactory, record: Any, where: int, policy: str
+) -> None:
+    work = tmp_path_factory.mktemp("property")
+    before = records_file(work, *SAMPLE, name="before.jsonl")
+    assert report("--events", str(before), "--no-journal", "--fail-for", policy)[0] == 1
+    line = record if isinstance(record, str) else json.dumps(record)
+    after = records_file(work, *SAMPLE[:where], line, *SAMPLE[where:], name="after.jsonl")
+    code, out, err = report("--events", str(after), "--no-journal", "--fail-for", policy)
+    assert code == 1, f"{line}\n{out}\n{err}"
