@@ -31,9 +31,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-#: The characters of a bare key.
-BARE = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-"
-DIGITS = "0123456789"
 #: What TOML never allows outside a multi-line string (tab and newline aside), and the byte-order mark and the
 #: carriage return, which this reader leaves to the full parser.
 REFUSED = tuple(chr(c) for c in (*range(0x09), *range(0x0B, 0x20), 0x7F, 0xFEFF))
@@ -77,42 +74,62 @@ class _Reader:
         table = root
         lines = self.lines
         count = len(lines)
-        while self.index < count:
-            line = lines[self.index]
-            stripped = line.lstrip(" \t")
+        index = 0
+        while index < count:
+            stripped = lines[index].strip(" \t")
+            index += 1
             if not stripped or stripped[0] == "#":
-                self.index += 1
                 continue
-            if stripped[0] == "[":
+            first = stripped[0]
+            if first == "[":
                 table = self.header(root, stripped)
-                self.index += 1
                 continue
-            self.line = line
-            self.pos = len(line) - len(stripped)
-            key = self.key("=")
-            self.pos += 1
-            self.skip_spaces()
-            if key in table:
-                raise Decline
+            if first != '"' and first != "'":
+                # The common line, at the cost of a few str methods: a bare key, and a value that is all of the
+                # rest of the line, a string without quotes or escapes in it, or a number or boolean.
+                key, equals, rest = stripped.partition("=")
+                key = key.rstrip(" \t")
+                if not equals or not ((key.isascii() and key.isidentifier()) or bare(key)) or key in table:
+                    raise Decline
+                rest = rest.lstrip(" \t")
+                if rest[:1] == '"' and rest[-1] == '"' and rest.count('"') == 2 and "\\" not in rest:
+                    table[key] = rest[1:-1]
+                    continue
+                if rest[:1] not in ("", '"', "'", "[", "{") and "#" not in rest:
+                    table[key] = scalar(rest)
+                    continue
+            else:
+                self.line = stripped
+                self.pos = 0
+                key = self.key("=")
+                if key in table:
+                    raise Decline
+                rest = stripped[self.pos + 1 :].lstrip(" \t")
+            self.line = stripped
+            self.pos = len(stripped) - len(rest)
+            self.index = index
             table[key] = self.value()
             self.end_of_line()
-            self.index += 1
+            index = self.index
         return root
 
     def header(self, root: dict[str, Any], stripped: str) -> dict[str, Any]:
         many = stripped.startswith("[[")
         start = 2 if many else 1
         end = stripped.find("]", start)
-        path = tuple(part.strip(" \t") for part in stripped[start:end].split("."))
+        inner = stripped[start:end]
+        if " " in inner or "\t" in inner:
+            path = tuple(part.strip(" \t") for part in inner.split("."))
+        else:
+            path = tuple(inner.split("."))
         after = end + (2 if many else 1)
         if end < 0 or (many and stripped[end + 1 : after] != "]"):
             raise Decline
         rest = stripped[after:].lstrip(" \t")
         if rest and rest[0] != "#":
             raise Decline
-        for part in path:
-            if not part or part.strip(BARE):
-                raise Decline
+        if "" in path or not bare("-".join(path)):
+            raise Decline
         table = root
         for part in path[:-1]:
             table = self.through(table, part)
@@ -171,7 +188,7 @@ class _Reader:
             if mark < 0:
                 raise Decline
             key = line[pos:mark].rstrip(" \t")
-            if not key or key.strip(BARE):
+            if not bare(key):
                 raise Decline
         self.pos = mark
         return key
@@ -185,14 +202,17 @@ class _Reader:
 
     def skip_blank(self) -> None:
         """Spaces, comments and line ends, inside an array."""
-        while True:
-            rest = self.line[self.pos :].lstrip(" \t")
-            if rest and rest[0] != "#":
-                self.pos = len(self.line) - len(rest)
-                return
-            self.index += 1
-            self.line = self.lines[self.index]  # IndexError at the end: an unclosed array
-            self.pos = 0
+        rest = self.line[self.pos :].lstrip(" \t")
+        if not rest or rest[0] == "#":
+            lines = self.lines
+            while True:
+                line = lines[self.index]  # IndexError at the end: an unclosed array
+                self.index += 1
+                rest = line.lstrip(" \t")
+                if rest and rest[0] != "#":
+                    break
+            self.line = line
+        self.pos = len(self.line) - len(rest)
 
     def end_of_line(self) -> None:
         rest = self.line[self.pos :].lstrip(" \t")
@@ -231,9 +251,20 @@ class _Reader:
         self.pos += 1
         while True:
             self.skip_blank()
-            if self.line[self.pos] == "]":
-                self.pos += 1
+            line = self.line
+            pos = self.pos
+            if line[pos] == "]":
+                self.pos = pos + 1
                 return items
+            if line[pos] == '"':  # the common item, inline: a plain string, then a comma or the end
+                end = line.find('"', pos + 1)
+                text = line[pos + 1 : end]
+                if end > pos + 1 and "\\" not in text and line[end + 1 : end + 2] in (",", "]"):
+                    items.append(text)
+                    self.pos = end + 2
+                    if line[end + 1] == "]":
+                        return items
+                    continue
             items.append(self.value())
             self.skip_blank()
             mark = self.line[self.pos]
@@ -267,6 +298,12 @@ class _Reader:
             self.skip_spaces()  # then a key: a trailing comma (TOML 1.1) or a line end is declined there
 
 
+def bare(key: str) -> bool:
+    """Whether ``key`` is a bare key: one or more of A-Z, a-z, 0-9, ``_`` and ``-``. (``str.strip`` with those 64
+    characters would say it in one call, but costs ten times as much.)"""
+    return key != "" and key.isascii() and (key.replace("-", "").replace("_", "") or "a").isalnum()
+
+
 def scalar(token: str) -> bool | int | float:
     """``true``, ``false``, a decimal integer or a plain decimal fraction; :class:`Decline` for anything else."""
     if token == "true":
@@ -277,10 +314,10 @@ def scalar(token: str) -> bool | int | float:
         raise Decline
     body = token[1:] if token[:1] in ("+", "-") else token
     whole, dot, fraction = body.partition(".")
-    if not whole or whole.strip(DIGITS) or (whole[0] == "0" and whole != "0"):
+    if not (whole.isascii() and whole.isdigit()) or (whole[0] == "0" and whole != "0"):
         raise Decline
     if dot:
-        if not fraction or fraction.strip(DIGITS):
+        if not (fraction.isascii() and fraction.isdigit()):
             raise Decline
         return float(token)
     return int(token)
