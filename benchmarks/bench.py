@@ -47,7 +47,8 @@ class Venv:
         self.python = str(self.path / "bin" / "python")
         if wheel is None:
             wheel = self._build_wheel(where)
-        subprocess.run([self.python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+        # With its dependency (tomli, before 3.11), as a user installs it: an unready start may read a file with it.
+        subprocess.run([self.python, "-m", "pip", "install", "-q", str(wheel)], check=True)
         out = subprocess.run(
             [self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             capture_output=True, text=True, check=True,
@@ -307,6 +308,10 @@ def config_rows(venv: Venv, tmp: Path) -> None:
         if label.startswith("an environment file"):
             env_file.write_text(ENVIRONMENT_FILE)
         os.chdir(where)
+        # Once unmeasured: Python writes the app's bytecode then, and a problem with a file would show on stderr.
+        out = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**unready, **env}))
+        if out.returncode != 0 or out.stderr:
+            raise SystemExit(f"{label}: {out.stderr}")
         shim = instructions(venv, args, {**unready, **env}, "on")
         bare = instructions(venv, args, {}, "off")
         os.chdir(tmp)
