@@ -272,8 +272,8 @@ _floor_keys = st.sampled_from(["allow_weak", '"allow_weak"', "'allow_weak'", "al
 @st.composite
 def _floor_documents(draw: st.DrawFn) -> str:
     """A machine file around an ``allow_weak`` line (or two), with noise before and after it."""
-    before = draw(st.lists(_lines, max_size=4))
-    after = draw(st.lists(_lines, max_size=4))
+    before = draw(st.lists(_plain_lines | _lines, max_size=4))
+    after = draw(st.lists(_plain_lines | _lines, max_size=4))
     floor = [f"{draw(_spaces)}{draw(_floor_keys)} ={draw(_spaces)}{draw(_floor_values)}"]
     if draw(st.booleans()):
         floor.append(f"allow_weak = {draw(_floor_values)}")
