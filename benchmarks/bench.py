@@ -14,6 +14,9 @@ Rows and targets (issue 2):
   ``python -c "import os; os.urandom(1)"`` under legacy                       <= 1.5x
 - events (issue 20): the start-up cost of one event, on stderr, in the events file and in report mode, and the cost
   of a call in the window that is counted rather than written
+- unready-path start-up (simulated) with each documented configuration source in use (issue 30): a machine file
+  with a floor, an environment file, an app's package file, and a 7.6 KB ``pyproject.toml`` holding our table
+  (``pyproject-sample.toml``), each against the same command without the shim, in instructions  <= 1.5x
 
 Start-up rows compare medians of many interleaved runs; per-call rows compare the best of interleaved timeit repeats.
 A reference row shows what an empty .pth file alone costs: any .pth-based activation pays it (about 3% on 3.13,
@@ -46,7 +49,8 @@ class Venv:
         self.python = str(self.path / "bin" / "python")
         if wheel is None:
             wheel = self._build_wheel(where)
-        subprocess.run([self.python, "-m", "pip", "install", "-q", "--no-deps", str(wheel)], check=True)
+        # With its dependency (tomli, before 3.11), as a user installs it: an unready start may read a file with it.
+        subprocess.run([self.python, "-m", "pip", "install", "-q", str(wheel)], check=True)
         out = subprocess.run(
             [self.python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
             capture_output=True, text=True, check=True,
@@ -182,7 +186,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--wheel", type=Path, help="wheel to install (default: build one from this checkout)")
     parser.add_argument("--runs", type=int, default=200, help="start-up runs per side (default: 200)")
     parser.add_argument("--rounds", type=int, default=6, help="per-call processes per side (default: 6)")
+    parser.add_argument(
+        "--config-only", action="store_true", help="only the configuration sources' rows (instructions; valgrind)"
+    )
     args = parser.parse_args(argv)
+    if args.config_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            venv = Venv(Path(args.python), Path(tmp), args.wheel)
+            print(subprocess.run([venv.python, "-VV"], capture_output=True, text=True).stdout.strip())
+            config_rows(venv, Path(tmp))
+        return 0
 
     with tempfile.TemporaryDirectory() as tmp:
         venv = Venv(Path(args.python), Path(tmp), args.wheel)
@@ -264,7 +277,58 @@ def main(argv: list[str] | None = None) -> int:
                 if count:
                     print(f"  {label:<66} {count / 1e6:>8.2f}M {count / base:>6.3f}x")
             event_rows(venv, base, Path(tmp))
+            config_rows(venv, Path(tmp))
     return 0
+
+
+#: The machine file of the fleet-floor how-to, and an environment file with a per-program rule.
+MACHINE_FILE = 'policy = "pep524"\nallow_weak = false\n'
+ENVIRONMENT_FILE = 'policy = "pep524"\n[[program]]\nmatch = "cron*"\npolicy = "legacy"\n'
+PACKAGE_FILE = 'policy = "pep524"\ntimeout = 60\n'
+
+
+def config_rows(venv: Venv, tmp: Path) -> None:
+    """What each configuration source costs an unready start (issue 30): ``python -c pass`` (``python -m app`` for
+    an app's package file), simulated unready, against the same command in the same directory without the shim."""
+    unready = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
+    machine = tmp / "machine.toml"
+    machine.write_text(MACHINE_FILE)
+    project = tmp / "sample-project"
+    project.mkdir(exist_ok=True)
+    shutil.copy(ROOT / "benchmarks" / "pyproject-sample.toml", project / "pyproject.toml")
+    apps = tmp / "apps"
+    (apps / "app").mkdir(parents=True, exist_ok=True)
+    (apps / "app" / "__init__.py").write_text("")
+    (apps / "app" / "__main__.py").write_text("")
+    (apps / "app" / "urandom-shim.toml").write_text(PACKAGE_FILE)
+    env_file = venv.path / "urandom-shim.toml"
+    print("\nconfiguration sources on the unready path (simulated), start-up in CPU instructions (valgrind), each")
+    print("against the same command without the shim; target <= 1.5x:")
+    rows = (
+        ("no file: the policy from URANDOM_POLICY (pep524)", tmp, ["-c", "pass"], {"URANDOM_POLICY": "pep524"}),
+        ("a machine file: policy = pep524, allow_weak = false", tmp, ["-c", "pass"],
+         {"URANDOM_SHIM_MACHINE_CONFIG": str(machine)}),
+        ("an environment file: policy, and one [[program]] rule", tmp, ["-c", "pass"], {}),
+        ("an app's package file (python -m app)", apps, ["-m", "app"], {}),
+        ("a project: a 7.6 KB pyproject.toml holding our table", project, ["-c", "pass"], {}),
+    )  # fmt: skip
+    for label, where, args, env in rows:
+        if label.startswith("an environment file"):
+            env_file.write_text(ENVIRONMENT_FILE)
+        os.chdir(where)
+        # Once unmeasured: Python writes the app's bytecode then, and a problem with a file would show on stderr.
+        out = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**unready, **env}))
+        if out.returncode != 0 or out.stderr:
+            raise SystemExit(f"{label}: {out.stderr}")
+        shim = instructions(venv, args, {**unready, **env}, "on")
+        bare = instructions(venv, args, {}, "off")
+        os.chdir(tmp)
+        if env_file.exists():
+            env_file.unlink()
+        if shim is None or bare is None:
+            return
+        flag = "" if shim / bare <= 1.5 else "  over target"
+        print(f"  {label:<66} {shim / 1e6:>8.2f}M {bare / 1e6:>8.2f}M {shim / bare:>6.3f}x{flag}")
 
 
 #: One call in the simulated window: under legacy it makes one event (a line on stderr).

@@ -198,10 +198,15 @@ def test_an_environment_file_that_cannot_be_parsed_is_a_floor_too(
     assert check(shim, env)[0] == 1
 
 
+@pytest.mark.parametrize(
+    "text", ["allow_weak = false\r\n", "allow_weak = false\n"], ids=["needs-the-full-parser", "plain"]
+)
 def test_a_floor_file_read_by_an_interpreter_without_a_toml_parser_is_a_floor(
-    venvs: Callable[..., Venv], python: Path, tmp_path: Path
+    venvs: Callable[..., Venv], python: Path, tmp_path: Path, text: str
 ) -> None:
-    """``urandom-shim run`` from a 3.11+ environment (no tomli there) into a 3.8 to 3.10 interpreter without tomli."""
+    """``urandom-shim run`` from a 3.11+ environment (no tomli there) into a 3.8 to 3.10 interpreter without tomli.
+    A file that needs the full parser (CRLF line ends: urandom_shim/_toml.py leaves them to it) can't be read, and
+    is a floor; a plain one is read by the shim's own reader, and its floor is the file's."""
     modern = find_python("3.13") or find_python("3.12") or find_python("3.11")
     target = venvs(python, "bare")
     if modern is None or target.run("-c", "import tomli").returncode == 0:
@@ -209,14 +214,15 @@ def test_a_floor_file_read_by_an_interpreter_without_a_toml_parser_is_a_floor(
     if target.run("-c", "import sys; print(sys.version_info >= (3, 11))").stdout.strip() == "True":
         pytest.skip("this interpreter has tomllib")
     runner = venvs(modern, "shim")
-    (tmp_path / "machine.toml").write_text("allow_weak = false\n")
+    (tmp_path / "machine.toml").write_bytes(text.encode())
     env = isolated(tmp_path)
     result = run_cli(
         runner, "simulate", "--unready-forever", "--policy", "legacy", "--", str(target.python), "-c",
         "import urandom_shim; print(urandom_shim.current_settings().policy.value.name)", env=env, cwd=tmp_path,
     )  # fmt: skip
     assert result.stdout.strip() == "pep524", result.stderr
-    assert "cannot be read because tomli is not installed" in result.stderr and "allow_weak = false" in result.stderr
+    unreadable = "cannot be read because tomli is not installed" in result.stderr
+    assert unreadable == ("\r" in text) and "allow_weak = false" in result.stderr, result.stderr
 
 
 @KERNELS

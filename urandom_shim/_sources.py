@@ -83,6 +83,11 @@ class Layer:
 
 
 def _loads(text: str) -> dict[str, Any]:
+    from . import _toml  # plain TOML without importing tomllib; None for anything else, which tomllib decides
+
+    fast = _toml.loads(text)
+    if fast is not None:
+        return fast
     if sys.version_info >= (3, 11):
         import tomllib
 

@@ -1,0 +1,324 @@
+"""A reader for the plain TOML that configuration files are written in, which declines everything else.
+
+:func:`loads` returns exactly what ``tomllib.loads`` returns for a document it accepts, and None for every other
+document, which then goes to the full parser (``tomllib``, or ``tomli`` before 3.11) as before: so a result, and an
+error with its message, are always the full parser's. It accepts lines of
+
+- table headers ``[a.b]`` and ``[[a.b]]`` of bare keys;
+- ``key = value`` with a bare key or a quoted key without escapes (no dotted keys);
+- values: basic strings without escapes, literal strings, ``true``/``false``, decimal integers and plain decimal
+  fractions (``-12``, ``0.5``: no ``_``, exponent, ``inf``, ``nan``, leading zero, or more than 18 characters),
+  arrays of values (over several lines, with comments and a trailing comma), and one-line inline tables of values
+  (without the trailing comma that TOML 1.1 allows);
+- comments and blank lines, in a document without a byte-order mark, carriage returns or control characters.
+
+A duplicate key or table, a table header through a value or an inline table, and anything not listed (multi-line
+strings, escapes, dates, dotted keys, hexadecimal) decline the whole document, so it never has to judge what TOML
+forbids: it only recognises what it is certain of.
+
+Why it is worth its lines: every file read on the unready path (a machine file with a floor, an environment or app
+file, a project's ``[tool.urandom-shim]``) used to import ``tomllib``, which imports ``re``, ``string``, ``datetime``
+and (3.13) ``typing``; ``tomli`` before 3.11 adds ``enum``, ``collections`` and ``functools``. That import cost more
+than the rest of an unready start: a two-line machine file took it from 1.49x to 3.37x an interpreter without the
+shim, on 3.11. This module imports nothing, costs about 0.8 M instructions to load, reads a two-line file in about
+0.1 M and a 7.6 KB ``pyproject.toml`` in about 4 M (tomllib: about 70 M to import, 15 M to parse it); see
+docs/explanation/design-decisions.md. A differential Hypothesis property (tests/test_toml_reader.py) holds it to the
+full parser's results and messages on every interpreter.
+"""
+
+from __future__ import annotations
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: What TOML never allows outside a multi-line string (tab and newline aside), and the byte-order mark and the
+#: carriage return, which this reader leaves to the full parser.
+REFUSED = tuple(chr(c) for c in (*range(0x09), *range(0x0B, 0x20), 0x7F, 0xFEFF))
+#: What may follow a number or a boolean.
+ENDS = " \t,]}#"
+
+
+class Decline(Exception):
+    """The document is not one this reader is certain of: the full parser decides."""
+
+
+def loads(text: str) -> dict[str, Any] | None:
+    """The document ``tomllib.loads(text)`` returns, or None if this reader is not certain of it."""
+    for char in REFUSED:
+        if char in text:
+            return None
+    try:
+        return _Reader(text.split("\n")).document()
+    except (Decline, IndexError, ValueError, RecursionError):  # RecursionError: arrays nested very deep
+        return None
+
+
+class _Reader:
+    __slots__ = ("arrays", "declared", "index", "line", "lines", "opened", "pos")
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.index = 0
+        self.line = ""
+        self.pos = 0
+        #: The ids of the tables that headers made (or walked through) and of the arrays of tables: a header may
+        #: only go through these, never through a value.
+        self.opened: set[int] = set()
+        self.arrays: set[int] = set()
+        #: Header paths declared so far: a second ``[a]`` is an error, as is ``[a]`` after ``[[a]]``.
+        self.declared: set[tuple[str, ...]] = set()
+
+    def document(self) -> dict[str, Any]:
+        root: dict[str, Any] = {}
+        self.opened.add(id(root))
+        table = root
+        lines = self.lines
+        count = len(lines)
+        index = 0
+        while index < count:
+            stripped = lines[index].strip(" \t")
+            index += 1
+            if not stripped or stripped[0] == "#":
+                continue
+            first = stripped[0]
+            if first == "[":
+                table = self.header(root, stripped)
+                continue
+            if first != '"' and first != "'":
+                # The common line, at the cost of a few str methods: a bare key, and a value that is all of the
+                # rest of the line, a string without quotes or escapes in it, or a number or boolean.
+                key, equals, rest = stripped.partition("=")
+                key = key.rstrip(" \t")
+                if not equals or not ((key.isascii() and key.isidentifier()) or bare(key)) or key in table:
+                    raise Decline
+                rest = rest.lstrip(" \t")
+                if rest[:1] == '"' and rest[-1] == '"' and rest.count('"') == 2 and "\\" not in rest:
+                    table[key] = rest[1:-1]
+                    continue
+                if rest[:1] not in ("", '"', "'", "[", "{") and "#" not in rest:
+                    table[key] = scalar(rest)
+                    continue
+            else:
+                self.line = stripped
+                self.pos = 0
+                key = self.key("=")
+                if key in table:
+                    raise Decline
+                rest = stripped[self.pos + 1 :].lstrip(" \t")
+            self.line = stripped
+            self.pos = len(stripped) - len(rest)
+            self.index = index
+            table[key] = self.value()
+            self.end_of_line()
+            index = self.index
+        return root
+
+    def header(self, root: dict[str, Any], stripped: str) -> dict[str, Any]:
+        many = stripped.startswith("[[")
+        start = 2 if many else 1
+        end = stripped.find("]", start)
+        inner = stripped[start:end]
+        if " " in inner or "\t" in inner:
+            path = tuple(part.strip(" \t") for part in inner.split("."))
+        else:
+            path = tuple(inner.split("."))
+        after = end + (2 if many else 1)
+        if end < 0 or (many and stripped[end + 1 : after] != "]"):
+            raise Decline
+        rest = stripped[after:].lstrip(" \t")
+        if rest and rest[0] != "#":
+            raise Decline
+        if "" in path or not bare("-".join(path)):
+            raise Decline
+        table = root
+        for part in path[:-1]:
+            table = self.through(table, part)
+        last = path[-1]
+        if many:
+            found = table.get(last)
+            if found is None:
+                found = table[last] = []
+                self.arrays.add(id(found))
+            elif id(found) not in self.arrays:
+                raise Decline
+            new: dict[str, Any] = {}
+            found.append(new)
+            self.opened.add(id(new))
+            # A new element frees every header under this one, as tomllib's flags do.
+            self.declared = {seen for seen in self.declared if seen[: len(path)] != path}
+        else:
+            if path in self.declared:
+                raise Decline
+            new = self.through(table, last)
+        self.declared.add(path)
+        return new
+
+    def through(self, table: dict[str, Any], part: str) -> dict[str, Any]:
+        """The table ``part`` of ``table``, made if absent; in an array of tables, its last element."""
+        found = table.get(part)
+        if found is None:
+            found = table[part] = {}
+            self.opened.add(id(found))
+        elif id(found) in self.arrays:
+            found = found[-1]
+        elif id(found) not in self.opened:
+            raise Decline  # a value, or an inline table: a header can't go through it
+        result: dict[str, Any] = found
+        return result
+
+    def key(self, then: str) -> str:
+        """A bare or quoted key at ``pos``, followed by spaces and ``then``; ``pos`` is left on ``then``."""
+        line = self.line
+        pos = self.pos
+        quote = line[pos]
+        if quote == '"' or quote == "'":
+            end = line.find(quote, pos + 1)
+            if end < 0:
+                raise Decline
+            key = line[pos + 1 : end]
+            if quote == '"' and "\\" in key:
+                raise Decline
+            mark = end + 1
+            while line[mark] in " \t":
+                mark += 1
+            if line[mark] != then:
+                raise Decline
+        else:
+            mark = line.find(then, pos)
+            if mark < 0:
+                raise Decline
+            key = line[pos:mark].rstrip(" \t")
+            if not bare(key):
+                raise Decline
+        self.pos = mark
+        return key
+
+    def skip_spaces(self) -> None:
+        line = self.line
+        pos = self.pos
+        while line[pos] in " \t":
+            pos += 1
+        self.pos = pos
+
+    def skip_blank(self) -> None:
+        """Spaces, comments and line ends, inside an array."""
+        rest = self.line[self.pos :].lstrip(" \t")
+        if not rest or rest[0] == "#":
+            lines = self.lines
+            while True:
+                line = lines[self.index]  # IndexError at the end: an unclosed array
+                self.index += 1
+                rest = line.lstrip(" \t")
+                if rest and rest[0] != "#":
+                    break
+            self.line = line
+        self.pos = len(self.line) - len(rest)
+
+    def end_of_line(self) -> None:
+        rest = self.line[self.pos :].lstrip(" \t")
+        if rest and rest[0] != "#":
+            raise Decline
+
+    def value(self) -> Any:
+        line = self.line
+        pos = self.pos
+        first = line[pos]
+        if first == '"':
+            end = line.find('"', pos + 1)
+            text = line[pos + 1 : end]
+            if end < 0 or (end == pos + 1 and line.startswith('"""', pos)) or "\\" in text:
+                raise Decline
+            self.pos = end + 1
+            return text
+        if first == "'":
+            end = line.find("'", pos + 1)
+            if end < 0 or (end == pos + 1 and line.startswith("'''", pos)):
+                raise Decline
+            self.pos = end + 1
+            return line[pos + 1 : end]
+        if first == "[":
+            return self.array()
+        if first == "{":
+            return self.inline_table()
+        end = pos
+        while end < len(line) and line[end] not in ENDS:
+            end += 1
+        self.pos = end
+        return scalar(line[pos:end])
+
+    def array(self) -> list[Any]:
+        items: list[Any] = []
+        self.pos += 1
+        while True:
+            self.skip_blank()
+            line = self.line
+            pos = self.pos
+            if line[pos] == "]":
+                self.pos = pos + 1
+                return items
+            if line[pos] == '"':  # the common item, inline: a plain string, then a comma or the end
+                end = line.find('"', pos + 1)
+                text = line[pos + 1 : end]
+                if end > pos + 1 and "\\" not in text and line[end + 1 : end + 2] in (",", "]"):
+                    items.append(text)
+                    self.pos = end + 2
+                    if line[end + 1] == "]":
+                        return items
+                    continue
+            items.append(self.value())
+            self.skip_blank()
+            mark = self.line[self.pos]
+            self.pos += 1
+            if mark == "]":
+                return items
+            if mark != ",":
+                raise Decline
+
+    def inline_table(self) -> dict[str, Any]:
+        table: dict[str, Any] = {}
+        self.pos += 1
+        self.skip_spaces()
+        if self.line[self.pos] == "}":
+            self.pos += 1
+            return table
+        while True:
+            key = self.key("=")
+            if key in table:
+                raise Decline
+            self.pos += 1
+            self.skip_spaces()
+            table[key] = self.value()
+            self.skip_spaces()
+            mark = self.line[self.pos]
+            self.pos += 1
+            if mark == "}":
+                return table
+            if mark != ",":
+                raise Decline
+            self.skip_spaces()  # then a key: a trailing comma (TOML 1.1) or a line end is declined there
+
+
+def bare(key: str) -> bool:
+    """Whether ``key`` is a bare key: one or more of A-Z, a-z, 0-9, ``_`` and ``-``. (``str.strip`` with those 64
+    characters would say it in one call, but costs ten times as much.)"""
+    return key != "" and key.isascii() and (key.replace("-", "").replace("_", "") or "a").isalnum()
+
+
+def scalar(token: str) -> bool | int | float:
+    """``true``, ``false``, a decimal integer or a plain decimal fraction; :class:`Decline` for anything else."""
+    if token == "true":
+        return True
+    if token == "false":
+        return False
+    if len(token) > 18:
+        raise Decline
+    body = token[1:] if token[:1] in ("+", "-") else token
+    whole, dot, fraction = body.partition(".")
+    if not (whole.isascii() and whole.isdigit()) or (whole[0] == "0" and whole != "0"):
+        raise Decline
+    if dot:
+        if not (fraction.isascii() and fraction.isdigit()):
+            raise Decline
+        return float(token)
+    return int(token)
