@@ -138,8 +138,16 @@ def read_bytes(path: str, label: str, required: bool, ending: str = IGNORED) -> 
 
 
 def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | None:
-    """The one line about a file that can't be read; None for an absent file nobody asked for."""
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):  # absent, or a path through a file: not there
+    """The one line about a file that can't be read; None for an absent file nobody asked for.
+
+    For a file that may set a floor (``ending`` is not :data:`IGNORED`), only "no such file" is absent: a path
+    through a file (``/etc/urandom-shim.toml/``, ENOTDIR) names something that exists and can't be read, which
+    fails closed like any other unreadable floor file."""
+    absent: tuple[type[OSError], ...] = (FileNotFoundError,) if ending != IGNORED else (
+        FileNotFoundError,
+        NotADirectoryError,
+    )
+    if isinstance(exc, absent):  # absent, or (where no floor is at stake) a path through a file: not there
         return f"{label}: the file does not exist; {ending}" if required else None
     if isinstance(exc, IsADirectoryError):
         return _messages.FILE_IS_A_DIRECTORY.format(label=label, ending=ending)
@@ -148,6 +156,17 @@ def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | 
     # A symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error; or ValueError for a name with a NUL.
     reason = getattr(exc, "strerror", None) or exc
     return f"{label}: cannot be read ({reason}); {ending}"
+
+
+def same_file(path: str, other: str) -> bool:
+    """Whether ``path`` and ``other`` are one file (the same device and inode), however each is spelt. False when
+    either can't be looked at: a path that is not a file, a path through a file (``…toml/``), or a relative path
+    whose directory is gone. Never raises."""
+    try:
+        first, second = os.stat(path), os.stat(other)
+    except (OSError, ValueError):
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def check_file(path: str, label: str) -> str | None:
