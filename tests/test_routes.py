@@ -247,3 +247,106 @@ def test_a_wait_at_interpreter_shutdown_is_bounded(shim: Venv, fake_kernel: Fake
             assert " ".join(rest[1:]) == "system random number generator is not ready", out
         else:
             assert what == "returned" and ready_at <= float(rest[0]) < ready_at + 2, (out, err, ready_at)
+
+
+# -- `urandom-shim run`'s hash seed, by floor, wrapper, nesting and the moment the CRNG becomes ready -------------
+#
+# The seed `run` makes is weak (GRND_INSECURE bytes). It may reach only an interpreter that `run` starts itself,
+# whose own resolved policy allows weak bytes, while the CRNG is unready. The program below reports the seed its
+# interpreter really started with: the environment it was exec'd with (/proc/self/environ), since the shim takes
+# the seed out of os.environ at start-up.
+
+SHOW_SEED = """\
+import sys
+with open("/proc/self/environ", "rb") as handle:
+    initial = dict(item.split(b"=", 1) for item in handle.read().split(b"\\0") if b"=" in item)
+seed, mark = initial.get(b"PYTHONHASHSEED"), initial.get(b"URANDOM_SHIM_HASHSEED")
+print("SEED", seed.decode() if seed is not None and seed == mark else None, sys.argv[0], flush=True)
+"""
+
+#: route -> whether the program gets a seed of ours. Every route runs `run --policy legacy` (or a machine file
+#: whose policy is legacy) on the fake kernel while its CRNG is unready.
+SEED_ROUTES = {
+    "interpreter": True,  # the control: an interpreter run starts itself, policy legacy
+    "console script (#! names the interpreter)": True,
+    "another venv whose environment file holds a floor": False,
+    "machine floor": False,
+    "[[program]] rule pep524": False,
+    "/usr/bin/env python, [[program]] rule pep524": False,
+    "/usr/bin/env python, legacy everywhere": False,  # a wrapper: run can't know what it starts, or when
+    "sh -c python": False,
+    "sh -c 'urandom-shim run --policy pep524'": False,
+    "python starting `urandom-shim run --policy pep524`": False,
+    "python starting python": False,  # a child whose policy nobody resolved
+    "sh: python started after the CRNG is ready": False,
+    "python: python started after the CRNG is ready": False,
+}
+
+
+@pytest.mark.parametrize("route", list(SEED_ROUTES))
+def test_runs_hash_seed_reaches_only_an_interpreter_whose_own_policy_allows_it_while_unready(
+    shim: Venv, venvs: Any, python: Path, fake_kernel: FakeKernel, tmp_path: Path, route: str
+) -> None:
+    flag = tmp_path / "kernel-unready"
+    flag.touch()
+    machine = tmp_path / "machine.toml"
+    env = {
+        **fake_kernel.env(flag),
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "URANDOM_SHIM_MACHINE_CONFIG": str(machine),
+    }
+    app = tmp_path / "app.py"
+    app.write_text(SHOW_SEED)
+    cli = str(shim.path / "bin" / "urandom-shim")
+    py = str(shim.python)
+    run = [cli, "run", "--policy", "legacy", "--"]
+    wait_then = f"import os, subprocess, sys, time\nwhile os.path.exists({str(flag)!r}): time.sleep(0.02)\n"
+    other_env_file = None
+    if route == "interpreter":
+        command = [*run, py, str(app)]
+    elif route.startswith("console script"):
+        script = tmp_path / "app-tool"
+        script.write_text(f"#!{py}\n" + SHOW_SEED)
+        script.chmod(0o755)
+        command = [*run, str(script)]
+    elif route.startswith("another venv"):
+        other = venvs(python, "bare")
+        other_env_file = other.path / "urandom-shim.toml"
+        other_env_file.write_text("allow_weak = false\n")
+        command = [*run, str(other.python), str(app)]
+    elif route == "machine floor":
+        machine.write_text("allow_weak = false\n")
+        command = [*run, py, str(app)]
+    elif route.endswith("rule pep524"):
+        machine.write_text('policy = "legacy"\n[[program]]\nmatch = "app.py"\npolicy = "pep524"\n')
+        command = [cli, "run", "--", *(["/usr/bin/env"] if "env" in route else []), py, str(app)]
+    elif route.startswith("/usr/bin/env"):
+        command = [*run, "/usr/bin/env", py, str(app)]
+    elif route == "sh -c python":
+        command = [*run, "sh", "-c", f'exec "{py}" "{app}"']
+    elif route.startswith("sh -c 'urandom-shim run"):
+        command = [*run, "sh", "-c", f'exec "{cli}" run --policy pep524 -- "{py}" "{app}"']
+    elif route.startswith("python starting `urandom-shim run"):
+        code = f"import subprocess; subprocess.run([{cli!r}, 'run', '--policy', 'pep524', '--', {py!r}, {str(app)!r}])"
+        command = [*run, py, "-c", code]
+    elif route == "python starting python":
+        command = [*run, py, "-c", f"import subprocess; subprocess.run([{py!r}, {str(app)!r}])"]
+    elif route.startswith("sh:"):
+        command = [*run, "sh", "-c", f'while [ -e "{flag}" ]; do sleep 0.02; done; exec "{py}" "{app}"']
+    else:
+        command = [*run, py, "-c", wait_then + f"subprocess.run([{py!r}, {str(app)!r}])"]
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=clean_env(env))
+        try:
+            out, err = proc.communicate(timeout=1.0 if "after the CRNG is ready" in route else 30)
+        except subprocess.TimeoutExpired:
+            flag.unlink()  # the moment the CRNG becomes ready: before the program's interpreter starts
+            out, err = proc.communicate(timeout=30)
+    finally:
+        flag.unlink(missing_ok=True)
+        if other_env_file is not None:
+            other_env_file.unlink(missing_ok=True)
+    seeds = [line.split()[1] for line in out.splitlines() if line.startswith("SEED ")]
+    assert proc.returncode == 0 and seeds, out + err
+    got = seeds[-1] != "None"
+    assert got == SEED_ROUTES[route], f"{route}: the program's interpreter started with seed {seeds[-1]}\n{err}"

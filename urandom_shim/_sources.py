@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 MAX_BYTES = 1024 * 1024
 TABLE = "tool.urandom-shim"
 MACHINE_FILE = "/etc/urandom-shim.toml"
+#: The environment's file, in its ``sys.prefix``.
+ENVIRONMENT_FILE = "urandom-shim.toml"
 
 
 def shorten(value: object, limit: int = 80) -> str:
@@ -143,9 +145,13 @@ def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | 
     For a file that may set a floor (``ending`` is not :data:`IGNORED`), only "no such file" is absent: a path
     through a file (``/etc/urandom-shim.toml/``, ENOTDIR) names something that exists and can't be read, which
     fails closed like any other unreadable floor file."""
-    absent: tuple[type[OSError], ...] = (FileNotFoundError,) if ending != IGNORED else (
-        FileNotFoundError,
-        NotADirectoryError,
+    absent: tuple[type[OSError], ...] = (
+        (FileNotFoundError,)
+        if ending != IGNORED
+        else (
+            FileNotFoundError,
+            NotADirectoryError,
+        )
     )
     if isinstance(exc, absent):  # absent, or (where no floor is at stake) a path through a file: not there
         return f"{label}: the file does not exist; {ending}" if required else None
@@ -218,7 +224,7 @@ def user_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
 
 
 def environment_file() -> str:
-    return os.path.join(sys.prefix, "urandom-shim.toml")
+    return os.path.join(sys.prefix, ENVIRONMENT_FILE)
 
 
 def machine_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
