@@ -22,6 +22,7 @@ go to the kernel without ``os.urandom`` (the interpreter's own behaviour under e
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -350,3 +351,142 @@ def test_runs_hash_seed_reaches_only_an_interpreter_whose_own_policy_allows_it_w
     assert proc.returncode == 0 and seeds, out + err
     got = seeds[-1] != "None"
     assert got == SEED_ROUTES[route], f"{route}: the program's interpreter started with seed {seeds[-1]}\n{err}"
+
+
+# -- package files, by namespace package and stray project file ------------------------------------------------------
+#
+# Distributions installed for real (pip, from wheels made here) into one venv: `nsa` and `nsb` share the
+# pkgutil-style namespace package `ns`, and `nsb` ships `ns/urandom-shim.toml` (legacy); `appa` ships its own package
+# file (pep522); `stray` ships a `pyproject.toml` with our table (legacy) at the root of site-packages, and a
+# `pyproject.toml` sits in the venv's root too. Each program must get its own distribution's policy, and nothing
+# else's.
+
+NAMESPACE_INIT = "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n"
+REPORT_POLICY = (
+    "import json, urandom_shim\n"
+    "def main():\n"
+    "    s = urandom_shim.current_settings()\n"
+    "    print(json.dumps([s.policy.value.name, s.policy.source]))\n"
+    "if __name__ == '__main__':\n"
+    "    main()\n"
+)
+DISTRIBUTIONS = {
+    "nsa": {
+        "files": {"ns/__init__.py": NAMESPACE_INIT, "ns/a/__init__.py": "", "ns/a/cli.py": REPORT_POLICY},
+        "scripts": {"ns-a-tool": "ns.a.cli:main"},
+    },
+    "nsb": {
+        "files": {
+            "ns/__init__.py": NAMESPACE_INIT,
+            "ns/urandom-shim.toml": 'policy = "legacy"\n',
+            "ns/b/__init__.py": "",
+            "ns/b/cli.py": REPORT_POLICY,
+        },
+        "scripts": {"ns-b-tool": "ns.b.cli:main"},
+    },
+    "appa": {
+        "files": {
+            "appa/__init__.py": "",
+            "appa/urandom-shim.toml": 'policy = "pep522"\n',
+            "appa/cli.py": REPORT_POLICY,
+        },
+        "scripts": {"appa-tool": "appa.cli:main"},
+    },
+    "appb": {
+        "files": {"appb/__init__.py": "", "appb/cli.py": REPORT_POLICY},
+        "scripts": {"appb-tool": "appb.cli:main"},
+    },
+    "stray": {
+        "files": {"pyproject.toml": '[tool.urandom-shim]\npolicy = "legacy"\n', "stray_mod.py": ""},
+        "scripts": {},
+    },
+}
+
+
+def make_wheel(directory: Path, name: str, files: dict[str, str], scripts: dict[str, str]) -> Path:
+    """A real wheel of ``name`` 1.0, as any build backend writes one."""
+    import base64
+    import hashlib
+    import zipfile
+
+    info = f"{name}-1.0.dist-info"
+    contents = dict(files)
+    contents[f"{info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n"
+    contents[f"{info}/WHEEL"] = "Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+    if scripts:
+        contents[f"{info}/entry_points.txt"] = "[console_scripts]\n" + "".join(
+            f"{k} = {v}\n" for k, v in scripts.items()
+        )
+    record = []
+    for path, text in contents.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(text.encode())}")
+    record.append(f"{info}/RECORD,,")
+    contents[f"{info}/RECORD"] = "\n".join(record) + "\n"
+    wheel = directory / f"{name}-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in contents.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+@pytest.fixture
+def installed_apps(wheel: Path, python: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A venv of ``python`` with the shim and the distributions above installed by pip, made once per session."""
+    from conftest import make_venv
+
+    if str(python) not in _APPS:
+        work = tmp_path_factory.mktemp("apps")
+        venv = make_venv(python, work / "venv", wheel)
+        wheels = [make_wheel(work, name, spec["files"], spec["scripts"]) for name, spec in DISTRIBUTIONS.items()]
+        done = subprocess.run(
+            [str(venv.python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", *map(str, wheels)],
+            capture_output=True, text=True, env=clean_env(), timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        (venv.path / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "legacy"\n')  # the venv's root
+        _APPS[str(python)] = venv
+    return _APPS[str(python)]
+
+
+_APPS: dict[str, Venv] = {}
+
+#: program -> (policy, how its source ends). Each program started three ways: its console script, ``python -m``, and
+#: ``urandom-shim check --for``.
+PACKAGE_ROUTES = {
+    "ns.a.cli": ("native", "default"),  # nsb's file in the shared namespace is not nsa's
+    "ns.b.cli": ("legacy", "ns/urandom-shim.toml (the app's package file)"),  # nsb's own program: it applies
+    "appa.cli": ("pep522", "appa/urandom-shim.toml (the app's package file)"),  # not the stray pyproject's legacy
+    "appb.cli": ("native", "default"),  # no file of its own: neither site-packages' nor the venv's pyproject
+}
+SCRIPTS = {"ns.a.cli": "ns-a-tool", "ns.b.cli": "ns-b-tool", "appa.cli": "appa-tool", "appb.cli": "appb-tool"}
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m", "check --for"])
+@pytest.mark.parametrize("program", list(PACKAGE_ROUTES))
+def test_a_package_file_applies_only_to_its_own_distributions_program_and_no_install_dir_is_a_project(
+    installed_apps: Venv, tmp_path: Path, program: str, how: str
+) -> None:
+    venv = installed_apps
+    bin_dir = venv.path / "bin"
+    env = clean_env(
+        {"URANDOM_SHIM_SIMULATE": "unready-forever", "XDG_CONFIG_HOME": str(tmp_path),
+         "URANDOM_SHIM_MACHINE_CONFIG": str(tmp_path / "machine.toml")}
+    )  # fmt: skip
+    if how == "console script":
+        command = [str(bin_dir / SCRIPTS[program])]
+    elif how == "python -m":
+        command = [str(venv.python), "-m", program]
+    else:
+        command = [str(bin_dir / "urandom-shim"), "check", "--json", "--for", SCRIPTS[program]]
+        env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    if how == "check --for":
+        report = json.loads(done.stdout)
+        got = (report["settings"]["policy"]["value"], report["settings"]["policy"]["source"])
+    else:
+        assert done.returncode == 0, done.stdout + done.stderr
+        got = tuple(json.loads(done.stdout.strip().splitlines()[-1]) or ())
+    policy, source = PACKAGE_ROUTES[program]
+    assert got[0] == policy and str(got[1]).endswith(source), (how, got, done.stderr)
+    assert "pyproject.toml" not in str(got[1]), got

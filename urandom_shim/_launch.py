@@ -127,16 +127,8 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
 
 #: How long ``run`` waits for an interpreter to say where its ``sys.prefix`` is (it starts without reading anything).
 PREFIX_TIMEOUT = 10.0
-#: What an interpreter started with ``-S`` runs to say its ``sys.prefix`` as ``site`` would make it: without
-#: ``site``, a venv's interpreter reports its base installation, so this applies ``site.venv()``'s rule (a
-#: ``pyvenv.cfg`` beside the executable or one directory up makes that directory's parent the prefix) without
-#: processing any ``.pth`` file.
-PREFIX_CODE = (
-    "import os, sys\n"
-    "here = os.path.dirname(os.path.abspath(sys.executable)); up = os.path.dirname(here)\n"
-    "venv = any(os.path.isfile(os.path.join(d, 'pyvenv.cfg')) for d in (here, up))\n"
-    "sys.stdout.write(up if venv else sys.prefix)\n"
-)
+#: What an interpreter started with ``-S`` runs to say its ``sys.prefix`` (one expression: no statement needed).
+PREFIX_CODE = "__import__('sys').stdout.write(__import__('sys').prefix)"
 #: The largest ``#!`` line read: the kernel itself reads at most 256 bytes of it.
 SHEBANG_MAX = 256
 
@@ -182,11 +174,16 @@ def python_command(command: list[str], env: dict[str, str]) -> list[str] | None:
 
 
 def interpreter_prefix(interpreter: str, env: dict[str, str]) -> str | None:
-    """``sys.prefix`` of ``interpreter`` as the command will see it (its venv, or ``PYTHONHOME``): asked of the
-    interpreter itself, started with ``-S`` and a fixed hash seed so that it reads nothing from the kernel and no
-    configuration. None if it can't say."""
+    """``sys.prefix`` of ``interpreter`` as the command will see it. A venv's, by ``site``'s own rule: a
+    ``pyvenv.cfg`` beside the executable or one directory up makes that directory's parent the prefix. Otherwise
+    the interpreter's own (its installation, or ``PYTHONHOME``), asked of it with ``-S`` and a fixed hash seed, so
+    that it reads nothing from the kernel and no configuration. None if it can't say."""
     import subprocess
 
+    here = os.path.dirname(os.path.abspath(interpreter))
+    up = os.path.dirname(here)
+    if any(os.path.isfile(os.path.join(directory, "pyvenv.cfg")) for directory in (here, up)):
+        return up
     try:
         result = subprocess.run(
             [interpreter, "-S", "-c", PREFIX_CODE],
