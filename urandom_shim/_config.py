@@ -53,8 +53,10 @@ ENV_CONFIG = "URANDOM_SHIM_CONFIG"
 ENV_MACHINE = "URANDOM_SHIM_MACHINE_CONFIG"
 ENV_DISABLE = "URANDOM_SHIM_DISABLE"
 ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"  # read by urandom_shim._simulation
+ENV_WAIT_BOUND = "URANDOM_SHIM_WAIT_BOUND"  # read by urandom_shim._simulation, set by the pytest plugin
 ENV_DEBUG = "URANDOM_SHIM_DEBUG"
 ENV_HASHSEED = "URANDOM_SHIM_HASHSEED"  # urandom_shim._hashseed's mark
+ENV_LAUNCHER = "URANDOM_SHIM_LAUNCHER"  # set by bin/urandom-shim for the command line's own interpreter
 
 
 class InvalidValue(ValueError):
@@ -210,7 +212,16 @@ KEY_VARIABLES = tuple(key.variable for key in KEYS.values())
 #: Every variable a user may set for the shim: what ``_urandom_shim_boot`` looks for (its own copy, which
 #: ``tests/test_structure.py`` keeps equal), what the pytest plugin restores, what the tests keep out of their
 #: interpreters. (``URANDOM_SHIM_HOME`` and the launcher's variables are set by ``urandom-shim run`` itself.)
-VARIABLES = (ENV_DISABLE, ENV_SIMULATE, *KEY_VARIABLES, ENV_CONFIG, ENV_HASHSEED, ENV_MACHINE, ENV_DEBUG)
+VARIABLES = (
+    ENV_DISABLE,
+    ENV_SIMULATE,
+    *KEY_VARIABLES,
+    ENV_CONFIG,
+    ENV_HASHSEED,
+    ENV_MACHINE,
+    ENV_DEBUG,
+    ENV_WAIT_BOUND,
+)
 
 
 def variables(values: Mapping[str, object]) -> dict[str, str]:
