@@ -475,8 +475,9 @@ def start_unready() -> None:
         _hooks.add_wait_for_system_rng()
         return
     settings, problems = _config.resolve()
-    for problem in bounded(problems):
-        emit(problem)
+    if not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself (urandom_shim._cli)
+        for problem in bounded(problems):
+            emit(problem)
     _hooks.add_wait_for_system_rng()
     state.engine = engine = Engine(settings)
     engine.engage()
