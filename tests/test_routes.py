@@ -490,3 +490,52 @@ def test_a_package_file_applies_only_to_its_own_distributions_program_and_no_ins
     policy, source = PACKAGE_ROUTES[program]
     assert got[0] == policy and str(got[1]).endswith(source), (how, got, done.stderr)
     assert "pyproject.toml" not in str(got[1]), got
+
+
+# -- the pytest plugin's children ---------------------------------------------------------------------------------------
+#
+# A test under `--urandom-policy` starts a child interpreter that runs every plain route (tests/routes.py). Nothing in
+# the test makes the simulated CRNG ready, so every route that waits must end by the guard the child inherits
+# (URANDOM_SHIM_WAIT_BOUND): none may block, and none may return weak bytes under a policy that forbids them.
+
+CHILD_OF_A_TEST = """\
+import json, subprocess, sys
+
+def test_every_route_in_a_child_ends():
+    child = subprocess.run([sys.executable, {routes!r}, "plain", "{policy}"], capture_output=True, text=True,
+                           timeout=90)
+    assert child.returncode == 0, child.stderr
+    report = json.loads(child.stdout.splitlines()[-1])
+    print("REPORT " + json.dumps(report))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", POLICIES)
+def test_every_route_in_a_child_of_a_plugin_test_ends_and_keeps_the_policys_promise(
+    venvs: Any, python: Path, tmp_path: Path, policy: str
+) -> None:
+    venv: Venv = venvs(python, "pytest")
+    (tmp_path / "test_child.py").write_text(CHILD_OF_A_TEST.format(routes=str(ROUTES_SCRIPT), policy=policy))
+    result = venv.run(
+        "-m", "pytest", "-p", "no:cacheprovider", "-s", f"--urandom-policy={policy}", "test_child.py",
+        env={"XDG_CONFIG_HOME": str(tmp_path), "URANDOM_SHIM_WARN_AFTER": "none"}, cwd=tmp_path, timeout=150,
+    )  # fmt: skip
+    assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout + result.stderr
+    (line,) = [text for text in result.stdout.splitlines() if "REPORT " in text]
+    report = json.loads(line.split("REPORT ", 1)[1])
+    wrong = []
+    for route, kind in ROUTES["plain"].items():
+        if route not in report:
+            continue  # SystemRandom().randbytes(16): Python 3.9+
+        result_ = report[route]
+        if result_["outcome"] == "blocked":
+            wrong.append(f"{route}: still waiting after 20 s")
+        if result_.get("weak") and policy != "legacy":
+            wrong.append(f"{route}: weak bytes under {policy}")
+        want = EXPECTED[kind][policy]
+        if want in ("waited", "raised") and kind != "seeding" and policy != "native":
+            # Nothing ends the window: a wait ends by the guard, as BlockingIOError; a refusal is one at once.
+            if result_["outcome"] != "raised" or "BlockingIOError" not in result_.get("error", ""):
+                wrong.append(f"{route}: expected BlockingIOError, got {result_}")
+    assert not wrong, "\n".join(wrong)
