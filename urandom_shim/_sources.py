@@ -309,11 +309,28 @@ def installation_directory(directory: str) -> bool:
             return True
         if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
             return True
-        prefixes = {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}
-        real = os.path.realpath(directory)
-        return any(real == os.path.realpath(prefix) for prefix in prefixes if prefix)
+        found = os.stat(directory)
+        return (found.st_dev, found.st_ino) in _prefixes()
     except (OSError, ValueError):
         return False
+
+
+_PREFIXES: list[frozenset[tuple[int, int]]] = []
+
+
+def _prefixes() -> frozenset[tuple[int, int]]:
+    """This interpreter's prefixes, as (device, inode): worked out once per process (they never change), and
+    compared by identity, so that no spelling or symlink matters and each directory of a walk costs one stat."""
+    if not _PREFIXES:
+        found = set()
+        for prefix in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}:
+            try:
+                info = os.stat(prefix)
+            except (OSError, ValueError, TypeError):
+                continue
+            found.add((info.st_dev, info.st_ino))
+        _PREFIXES.append(frozenset(found))
+    return _PREFIXES[0]
 
 
 def _record_of(entry: str, relative: str) -> set[str] | None:
