@@ -98,7 +98,9 @@ def _check_variables() -> None:
         # `urandom-shim run` gave this interpreter a hash seed because the CRNG was unready (urandom_shim._hashseed).
         # It is ready now: this process's children get a full-strength hash secret of their own.
         del os.environ["PYTHONHASHSEED"], os.environ["URANDOM_SHIM_HASHSEED"]
-    if sys.flags.ignore_environment:
+    if sys.flags.ignore_environment or _variable(b"URANDOM_SHIM_LAUNCHER") is not None:
+        # Under -E nothing is read; and `urandom-shim` (bin/urandom-shim sets URANDOM_SHIM_LAUNCHER) reports the
+        # problems itself, or leaves them to the command it starts, so that each is one line, not two.
         return
     # The values the variables may take. Only a value outside these loads the package, whose parsers
     # (urandom_shim._config) are the authority and word the message; tests/test_guarantees.py keeps the two in step.

@@ -16,19 +16,25 @@ from typing import Any, Iterator
 import pytest
 from conftest import FakeKernel, Venv, clean_env
 
-#: A program that reports its own start: the hash seed it got, whether hashing is randomised, and the same for a
-#: child it starts, with how long that child took to start.
+#: A program that reports its own start: the hash seed it started with (from the environment it was exec'd with,
+#: /proc/self/environ: the shim takes a seed of its own out of os.environ at once), whether hashing is randomised,
+#: what is left in os.environ for its children, and, with CHILD set, the same for a child it starts.
 REPORT = """\
 import json, os, subprocess, sys, time
-child = subprocess.run(
-    [sys.executable, "-c", "import json, os, sys; print(json.dumps([os.environ.get('PYTHONHASHSEED'), "
-     "os.environ.get('URANDOM_SHIM_HASHSEED'), sys.flags.hash_randomization]))"],
-    capture_output=True, text=True, timeout=30,
-)
+with open("/proc/self/environ", "rb") as handle:
+    initial = dict(item.decode().split("=", 1) for item in handle.read().split(b"\\0") if b"=" in item)
+child = None
+if os.environ.get("CHILD"):
+    child = subprocess.run(
+        [sys.executable, "-c", "import json, os, sys; print(json.dumps([os.environ.get('PYTHONHASHSEED'), "
+         "os.environ.get('URANDOM_SHIM_HASHSEED'), sys.flags.hash_randomization]))"],
+        capture_output=True, text=True, timeout=30,
+    )
 print(json.dumps({
-    "seed": os.environ.get("PYTHONHASHSEED"), "mark": os.environ.get("URANDOM_SHIM_HASHSEED"),
-    "randomized": sys.flags.hash_randomization, "child": json.loads(child.stdout or "null"),
-    "child_stderr": child.stderr, "ended": time.monotonic(),
+    "seed": initial.get("PYTHONHASHSEED"), "mark": initial.get("URANDOM_SHIM_HASHSEED"),
+    "left": [os.environ.get("PYTHONHASHSEED"), os.environ.get("URANDOM_SHIM_HASHSEED")],
+    "randomized": sys.flags.hash_randomization, "child": None if child is None else json.loads(child.stdout or "null"),
+    "child_stderr": None if child is None else child.stderr, "ended": time.monotonic(),
 }))
 """
 
@@ -82,7 +88,7 @@ def test_an_interpreter_start_waits_on_this_kernel_without_a_hash_seed(
     assert ended, f"with PYTHONHASHSEED set, the start should not have waited: {err}"
 
 
-def test_run_legacy_never_waits_and_each_process_gets_its_own_seed(
+def test_run_legacy_never_waits_and_the_seed_never_reaches_a_child(
     shim: Venv, kernel: tuple[dict[str, str], Path]
 ) -> None:
     env, flag = kernel
@@ -93,10 +99,16 @@ def test_run_legacy_never_waits_and_each_process_gets_its_own_seed(
     report = json.loads(out)
     assert report["seed"] is not None and report["seed"] == report["mark"] and report["randomized"] == 1, report
     assert 1 <= int(report["seed"]) <= 4294967295
-    child_seed, child_mark, child_randomized = report["child"]
-    assert child_seed == child_mark and child_randomized == 1, report
-    assert child_seed != report["seed"], "the child shares its parent's seed: one per process was promised"
+    assert report["left"] == [None, None], "the seed must leave the environment at once: no child may inherit it"
     assert report["ended"] - began < 10
+    # A child of the program: nobody resolved its policy, so it gets no seed, and its start waits for the kernel.
+    flag.touch()
+    proc = start([cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c", REPORT], {**env, "CHILD": "1"})
+    ended, out, err = finishes_while_unready(proc, flag, within=1.0)
+    assert not ended, f"the child's start should have waited for the kernel: {out} {err}"
+    report = json.loads(out)
+    assert report["seed"] == report["mark"] is not None, report
+    assert report["child"][:2] == [None, None] and report["child"][2] == 1, report
 
 
 @pytest.mark.parametrize("policy", ["pep524", "pep522", "native"])
@@ -141,7 +153,7 @@ def test_a_seed_the_caller_set_is_kept_as_it_is(shim: Venv, kernel: tuple[dict[s
     ended, out, err = finishes_while_unready(proc, flag)
     report = json.loads(out)
     assert ended and (report["seed"], report["mark"]) == ("12345", None), (report, err)
-    assert report["child"][:2] == ["12345", None], report
+    assert report["left"] == ["12345", None], report
 
 
 def test_a_program_rule_for_legacy_gets_the_seed_too(
@@ -167,16 +179,16 @@ def test_on_a_ready_kernel_nothing_changes(shim: Venv, tmp_path: Path) -> None:
                             capture_output=True, text=True, env=clean_env({}), timeout=60)  # fmt: skip
     report = json.loads(result.stdout)
     assert (report["seed"], report["mark"]) == (None, None), result.stderr
-    assert report["child"][:2] == [None, None]
+    assert report["left"] == [None, None]
 
 
 def test_a_process_with_our_seed_gives_its_children_none_once_the_kernel_is_ready(shim: Venv) -> None:
-    env = {"PYTHONHASHSEED": "4242", "URANDOM_SHIM_HASHSEED": "4242"}
+    env = {"PYTHONHASHSEED": "4242", "URANDOM_SHIM_HASHSEED": "4242", "CHILD": "1"}
     result = subprocess.run([str(shim.python), "-c", REPORT], capture_output=True, text=True, env=clean_env(env))
     report = json.loads(result.stdout)
     # Started with it, it took it out of its environment at start-up: the kernel is ready, so its children get a
     # full-strength secret. (Its own hashing used seed 4242: that was decided before any code ran.)
-    assert (report["seed"], report["mark"]) == (None, None), report
+    assert report["left"] == [None, None], report
     assert report["child"] == [None, None, 1], report
     # A seed that is not ours (the mark differs) is the user's, and stays.
     env["URANDOM_SHIM_HASHSEED"] = "1"

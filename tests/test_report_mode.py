@@ -240,8 +240,9 @@ def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
     env = {"URANDOM_POLICY": "legacy", "PATH": os.environ.get("PATH", "")}
-    assert _launch.start_without_waiting(["python3", "x.py"], dict(env)) is True  # the control: legacy gets one
-    assert _launch.start_without_waiting(["python3", "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
+    python = os.path.realpath(sys.executable)  # an interpreter itself, as `run` must see to give a seed at all
+    assert _launch.start_without_waiting([python, "x.py"], dict(env)) is True  # the control: legacy gets one
+    assert _launch.start_without_waiting([python, "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
 
 
 # -- real interpreters ------------------------------------------------------------------------------------------------

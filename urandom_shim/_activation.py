@@ -469,14 +469,15 @@ def start_unready() -> None:
     if _config.ENV_HASHSEED in os.environ:  # started by `urandom-shim run` with a hash seed of ours
         from . import _hashseed  # only then: a module costs about 0.4 M instructions to import
 
-        _hashseed.pass_on(ready=_readiness.kernel_state() != _readiness.UNREADY)
+        _hashseed.take_out()
     _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
     if _readiness.is_ready():  # e.g. a simulated window that has already closed
         _hooks.add_wait_for_system_rng()
         return
     settings, problems = _config.resolve()
-    for problem in bounded(problems):
-        emit(problem)
+    if not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself (urandom_shim._cli)
+        for problem in bounded(problems):
+            emit(problem)
     _hooks.add_wait_for_system_rng()
     state.engine = engine = Engine(settings)
     engine.engage()

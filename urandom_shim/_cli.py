@@ -583,27 +583,37 @@ def _parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser
     return args, sub
 
 
-def restore_callers_hash_seed() -> None:
+def restore_callers_hash_seed() -> bool:
     """The launcher (``bin/urandom-shim``, a shell script) starts this interpreter with ``PYTHONHASHSEED=0`` so that
     starting the command line never waits for the kernel: the command line reads only its own arguments and
-    configuration files, where hash flooding is no concern. Before anything else, put back the caller's own."""
-    if os.environ.pop("URANDOM_SHIM_LAUNCHER", None) is None:
-        return
+    configuration files, where hash flooding is no concern. Before anything else, put back the caller's own.
+    True if this interpreter was started by the launcher."""
+    if os.environ.pop(_config.ENV_LAUNCHER, None) is None:
+        return False
     caller = os.environ.pop("URANDOM_SHIM_CALLER_HASHSEED", None)
     if caller is None:
         os.environ.pop(_hashseed.VARIABLE, None)
     else:
         os.environ[_hashseed.VARIABLE] = caller
+    return True
+
+
+#: The commands that say nothing of the URANDOM_* variables' problems themselves, under the launcher: start-up
+#: leaves the lines to the command line, so that ``run`` and ``simulate`` print none (their command prints each one
+#: once) and ``check`` and ``status`` list them in their report.
+REPORTS_VARIABLES = ("wait", "report")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; returns the exit status."""
-    restore_callers_hash_seed()
+    launched = restore_callers_hash_seed()
     arguments = list(sys.argv[1:] if argv is None else argv)
     try:
         args, sub = _parse(arguments)
     except SystemExit as exc:  # argparse: --help, --version (0), or a usage error (2), already printed
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else EXIT_USAGE)
+    if launched and args.subcommand in REPORTS_VARIABLES:
+        _config.report_environment()
     try:
         return COMMANDS[args.subcommand](args)
     except UsageError as exc:

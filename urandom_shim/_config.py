@@ -57,8 +57,10 @@ ENV_DISABLE = "URANDOM_SHIM_DISABLE"
 #: the one the flag gave is then named by its flag.
 ENV_GIVEN_AS = "URANDOM_SHIM_GIVEN_AS"
 ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"  # read by urandom_shim._simulation
+ENV_WAIT_BOUND = "URANDOM_SHIM_WAIT_BOUND"  # read by urandom_shim._simulation, set by the pytest plugin
 ENV_DEBUG = "URANDOM_SHIM_DEBUG"
 ENV_HASHSEED = "URANDOM_SHIM_HASHSEED"  # urandom_shim._hashseed's mark
+ENV_LAUNCHER = "URANDOM_SHIM_LAUNCHER"  # set by bin/urandom-shim for the command line's own interpreter
 
 
 class InvalidValue(ValueError):
@@ -214,7 +216,16 @@ KEY_VARIABLES = tuple(key.variable for key in KEYS.values())
 #: Every variable a user may set for the shim: what ``_urandom_shim_boot`` looks for (its own copy, which
 #: ``tests/test_structure.py`` keeps equal), what the pytest plugin restores, what the tests keep out of their
 #: interpreters. (``URANDOM_SHIM_HOME`` and the launcher's variables are set by ``urandom-shim run`` itself.)
-VARIABLES = (ENV_DISABLE, ENV_SIMULATE, *KEY_VARIABLES, ENV_CONFIG, ENV_HASHSEED, ENV_MACHINE, ENV_DEBUG)
+VARIABLES = (
+    ENV_DISABLE,
+    ENV_SIMULATE,
+    *KEY_VARIABLES,
+    ENV_CONFIG,
+    ENV_HASHSEED,
+    ENV_MACHINE,
+    ENV_DEBUG,
+    ENV_WAIT_BOUND,
+)
 
 
 def variables(values: Mapping[str, object]) -> dict[str, str]:
@@ -419,13 +430,15 @@ def _floor_files(
     """(path, label, floor only) of every file that may set a floor, in precedence order.
 
     ``URANDOM_SHIM_MACHINE_CONFIG`` moves the machine file (for image builds and tests), but a variable must not take
-    a floor away: ``/etc/urandom-shim.toml`` then still counts for its floor. ``machine_file`` (tests only) replaces
-    both."""
+    a floor away: ``/etc/urandom-shim.toml`` then still counts for its floor, unless the variable names that very
+    file (the same device and inode, however it is spelt). Spelling is never compared: ``/etc/urandom-shim.toml/``
+    is not that file (it can't even be opened), so ``/etc`` is read for its floor. ``machine_file`` (tests only)
+    replaces both."""
     env_path = environment_file or _sources.environment_file()
     files = [(env_path, f"{env_path} (environment file)", False)]
     machine = machine_file or _sources.machine_file(environ, ignore_environment)
     files.append((machine, f"{_sources.clip(machine, 200)} (machine file)", False))
-    if machine_file is None and os.path.realpath(machine) != os.path.realpath(_sources.MACHINE_FILE):
+    if machine_file is None and not _sources.same_file(machine, _sources.MACHINE_FILE):
         files.append(
             (
                 _sources.MACHINE_FILE,

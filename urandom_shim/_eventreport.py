@@ -30,6 +30,8 @@ MAX_EVENTS_FILE = 64 * 1024 * 1024
 
 def outcome(policy: _policies.Policy, site: str) -> str:
     """What a call at ``site`` in the window comes to under ``policy``."""
+    if site == _policies.EXPLICIT_WAIT:
+        return WAIT  # an explicit wait waits under every policy
     if site not in _policies.SITES:
         site = _policies.URANDOM
     todo = _policies.action(policy, site)

@@ -8,10 +8,14 @@ the policy says "never wait" (``legacy``, or ``on_timeout = "fallback"`` once it
 under a floor), ``run`` sets ``PYTHONHASHSEED`` to a number made from non-blocking kernel bytes (``GRND_INSECURE``),
 and ``URANDOM_SHIM_HASHSEED`` to the same number, which marks it as ours rather than the user's.
 
-Descendants: each interpreter that starts with our mark puts a fresh seed in its environment for its own children
-(one seed per process, as without the shim, never a whole tree sharing one), or, once the CRNG is ready, takes both
-variables out, so that from then on every process gets a full-strength hash secret. A seed the user set is never
-touched.
+Only ``run`` gives a seed, and only to the Python interpreter it starts itself (an interpreter, or a script whose
+``#!`` line names one), after resolving that interpreter's own policy (its environment's file, the machine's file
+and floor, its ``[[program]]`` rules): the exec is immediate, so the interpreter consumes the seed while the CRNG is
+still unready. A wrapper (``env``, ``sh -c``, a shell script) gets none: ``run`` can't know what it will start, or
+when. The seed never outlives that one start: each interpreter that starts with our mark takes both variables out
+of its environment at once, on the ready path and the unready path alike, so its children (whose policy nobody
+resolved, and which may start after the CRNG is ready) get a full-strength hash secret of their own. A child that
+must not wait is started with ``urandom-shim run`` itself. A seed the user set is never touched.
 """
 
 from __future__ import annotations
@@ -43,14 +47,8 @@ def give(environ: dict[str, str]) -> str:
     return seed
 
 
-def pass_on(ready: bool) -> None:
-    """In an interpreter started with our seed: a fresh one for its children while the CRNG is unready, none once it
-    is ready."""
+def take_out() -> None:
+    """In an interpreter started with our seed: take it out of the environment, so that no child inherits it."""
     environ = os.environ
-    if not is_ours(environ):
-        return
-    if ready:
+    if is_ours(environ):
         del environ[VARIABLE], environ[MARK]
-    else:
-        seed = new_seed()
-        environ[VARIABLE] = environ[MARK] = seed

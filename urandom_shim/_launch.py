@@ -125,14 +125,106 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
     emit(_messages.RUN_BELOW_FLOOR.format(subcommand=subcommand, given=given, found=found, used=used))
 
 
+#: How long ``run`` waits for an interpreter to say where its ``sys.prefix`` is (it starts without reading anything).
+PREFIX_TIMEOUT = 10.0
+#: What an interpreter started with ``-S`` runs to say its ``sys.prefix`` (one expression: no statement needed).
+PREFIX_CODE = "__import__('sys').stdout.write(__import__('sys').prefix)"
+#: The largest ``#!`` line read: the kernel itself reads at most 256 bytes of it.
+SHEBANG_MAX = 256
+
+
+def _is_python(path: str) -> bool:
+    """Whether ``path`` is a Python interpreter itself: an executable file in ELF (not a shell script named python,
+    such as pyenv's shims, which start a Python later) whose name says python or pypy."""
+    name = os.path.basename(path)
+    if not name.startswith(("python", "pypy")):
+        return False
+    try:
+        with open(path, "rb") as handle:
+            return handle.read(4) == b"\x7fELF"
+    except (OSError, ValueError):
+        return False
+
+
+def python_command(command: list[str], env: dict[str, str]) -> list[str] | None:
+    """The command line of the Python interpreter that ``command`` starts at once, if it does: ``command`` itself
+    when it names an interpreter, or ``[interpreter, *options, script, *args]`` for a script whose ``#!`` line names
+    one by its absolute path (a console script of a venv). None for anything else: ``env``, a shell, a shell
+    script, a program that starts Python later. Only for such a command can ``run`` know, before it starts, which
+    interpreter runs with the seed and what that interpreter's own configuration says."""
+    executable, _code, _message = find_command(command[0], env.get("PATH"))
+    if executable is None:
+        return None
+    if _is_python(executable):
+        return [executable, *command[1:]]
+    try:
+        with open(executable, "rb") as handle:
+            head = handle.read(SHEBANG_MAX)
+    except (OSError, ValueError):
+        return None
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].split(b"\n", 1)[0].split()
+    if not words or len(words) > 2:  # the kernel passes at most one argument from the #! line
+        return None
+    interpreter = os.fsdecode(words[0])
+    if not os.path.isabs(interpreter) or not _is_python(interpreter):
+        return None  # `#!/usr/bin/env python3` and the like: a wrapper
+    return [interpreter, *(os.fsdecode(word) for word in words[1:]), executable, *command[1:]]
+
+
+def interpreter_prefix(interpreter: str, env: dict[str, str]) -> str | None:
+    """``sys.prefix`` of ``interpreter`` as the command will see it. A venv's, by ``site``'s own rule: a
+    ``pyvenv.cfg`` beside the executable or one directory up makes that directory's parent the prefix. Otherwise
+    the interpreter's own (its installation, or ``PYTHONHOME``), asked of it with ``-S`` and a fixed hash seed, so
+    that it reads nothing from the kernel and no configuration. None if it can't say."""
+    import subprocess
+
+    here = os.path.dirname(os.path.abspath(interpreter))
+    up = os.path.dirname(here)
+    if any(os.path.isfile(os.path.join(directory, "pyvenv.cfg")) for directory in (here, up)):
+        return up
+    try:
+        result = subprocess.run(
+            [interpreter, "-S", "-c", PREFIX_CODE],
+            env={**env, _hashseed.VARIABLE: "0"},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=PREFIX_TIMEOUT,
+        )
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    prefix = os.fsdecode(result.stdout)
+    return prefix if result.returncode == 0 and os.path.isabs(prefix) else None
+
+
 def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
     """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
-    kernel's CRNG is unready and the command's policy allows weak bytes: ``legacy``, or ``on_timeout = "fallback"``
-    after waiting out its ``timeout`` here. Never in report mode, never under a floor, never over a seed the caller
-    set, and never on a ready kernel. See :mod:`urandom_shim._hashseed`. True if it did."""
+    kernel's CRNG is unready and the interpreter's own policy allows weak bytes: ``legacy``, or ``on_timeout =
+    "fallback"`` after waiting out its ``timeout`` here. See :mod:`urandom_shim._hashseed`. True if it did.
+
+    Never in report mode, never under a floor, never over a seed the caller set, and never on a ready kernel. Only
+    when ``command`` starts a Python interpreter at once (:func:`python_command`): a wrapper (``env``, ``sh -c``, a
+    shell script) may start any program, later, or none, so it gets no seed. The policy is the interpreter's own:
+    its environment's file (from its own ``sys.prefix``), the machine's file and floor, and ``[[program]]`` rules for
+    the program it runs. A seed of ours that this process inherited (a ``run`` inside a ``run``) is never passed
+    on: it is taken out, and the decision made afresh for this command."""
+    if _hashseed.is_ours(env):
+        del env[_hashseed.VARIABLE], env[_hashseed.MARK]
     if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
         return False
-    settings, _problems = _config.resolve(env, flags=object(), who=_sources.command_invocation(command))
+    argv = python_command(command, env)
+    if argv is None:
+        return False
+    prefix = interpreter_prefix(argv[0], env)
+    if prefix is None:
+        return False
+    settings, _problems = _config.resolve(
+        env,
+        flags=object(),
+        who=_sources.command_invocation(argv),
+        environment_file=os.path.join(prefix, _sources.ENVIRONMENT_FILE),
+    )
     if settings.reporting:  # report-only: the command behaves as native, whose start waits
         return False
     if settings.policy_value is not _policies.LEGACY:

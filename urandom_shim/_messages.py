@@ -318,6 +318,15 @@ BAD_SIMULATION = (
     "environment variable {env}={spec!r} is not a simulation; {exc}; ignoring it, so this process sees the real kernel."
 )
 SIMULATION_FORMS = "expected one of {listed} with SECONDS a finite number >= 0"
+SIMULATED_WAIT_BOUND = (
+    "a wait for the simulated CRNG ({variable}={spec}) ended after {waited:.1f} s: this process is a child of a test "
+    "under the pytest plugin ({bound_variable}={bound:g}), and it can't know whether the test will make the CRNG "
+    "ready. Make it ready from the test (system_rng.ready() or ready_after()) sooner, or give the call a timeout."
+)
+BAD_WAIT_BOUND = (
+    "environment variable {variable}={text!r} is not valid; expected a number of seconds >= 0; ignoring it, so "
+    "waits on the simulated CRNG in this process are not bounded."
+)
 SIMULATION_PATH_WITHOUT_DIRECTORY = (
     "environment variable {env}={spec!r} names a relative path, and the current directory no longer exists, so the "
     "file can't be found; ignoring it, so this process sees the real kernel. Give the file as an absolute path."

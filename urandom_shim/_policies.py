@@ -53,6 +53,9 @@ SECRETS: Final = "secrets"  # secrets.token_*, choice, randbelow, randbits
 SEED_INSTANCE: Final = "random._inst"  # seeding of the module-level generator at `import random`, random.seed()
 SEED_NEW: Final = "random.Random()"  # seeding of later Random() instances and their seed(None)
 SITES: Final = (URANDOM, SECRETS, SEED_INSTANCE, SEED_NEW)
+#: An explicit wait (``secrets.wait_for_system_rng()``): not a row of the table, since it waits under every policy.
+#: Report mode records one under a simulated window that nothing will end, where it returns instead of waiting.
+EXPLICIT_WAIT: Final = "wait"
 
 # Actions (cells of that table).
 UNTOUCHED: Final = "untouched"  # call the interpreter's own code

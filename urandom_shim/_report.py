@@ -79,14 +79,25 @@ def describe_action(todo: str, site: str, settings: _policies.Settings) -> str:
     return f"waits until the CRNG is ready, at most {timeout:g} s, then {after}"
 
 
+#: What ``check`` and ``status`` say about a start under ``run`` while the CRNG is not ready.
+RUN_START_SEED = "gets PYTHONHASHSEED from non-blocking kernel bytes, so it never waits"
+RUN_START_FALLBACK = "waits at most {timeout:g} s for the CRNG, then gets PYTHONHASHSEED from non-blocking kernel bytes"
+RUN_START_WRAPPED = (
+    " (only an interpreter `run` starts itself, whose own files allow weak bytes; through env, sh -c, a shell "
+    "script or another program: no seed, so it may wait)"
+)
+RUN_START_WAITS = "reads its hash secret from the kernel, which may wait (about 1 s on Linux 5.18+)"
+
+
 def describe_run_start(settings: _policies.Settings) -> str:
     """What ``urandom-shim run`` does for a program's interpreter start while the kernel's CRNG is unready."""
     policy, timeout = settings.policy_value, settings.timeout.value
+    wrapped = RUN_START_WRAPPED
     if policy is _policies.LEGACY:
-        return "gets PYTHONHASHSEED from non-blocking kernel bytes, so it never waits"
+        return RUN_START_SEED + wrapped
     if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
-        return f"waits at most {timeout:g} s for the CRNG, then gets PYTHONHASHSEED from non-blocking kernel bytes"
-    return "reads its hash secret from the kernel, which may wait (about 1 s on Linux 5.18+)"
+        return RUN_START_FALLBACK.format(timeout=timeout) + wrapped
+    return RUN_START_WAITS
 
 
 def site_table(settings: _policies.Settings) -> list[dict[str, str]]:

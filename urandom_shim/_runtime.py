@@ -137,6 +137,16 @@ def wait_as_configured(call: str, timeout: float | None) -> bool:
     """Wait for the CRNG for ``call`` (up to ``timeout``), with the configured ``warn_after`` line naming it."""
 
     settings = current_settings()
+    if settings.reporting:
+        sim = _simulation.current()
+        if sim is not None and sim.unready() and sim.endless():
+            # Report mode promises that nothing waits, and nothing will end this window: record the wait as it
+            # would be under the policy, and return (the real kernel is ready; only the simulation says otherwise).
+            from . import _events
+            from ._policies import EXPLICIT_WAIT, UNTOUCHED, WAIT
+
+            _events.record(settings, EXPLICIT_WAIT, call, UNTOUCHED, WAIT)
+            return True
     engine = state.engine
     warned: set[str] = engine.warned if engine is not None else set()
     return _readiness.wait(

@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from typing import Callable
 
 ENV = "URANDOM_SHIM_SIMULATE"  # _config.ENV_SIMULATE, which imports this module's package siblings
+#: Seconds after which a wait on the simulated CRNG ends with ``BlockingIOError`` in this process: the pytest plugin
+#: sets it for the child processes of a test, which can't see whether the test will ever make the CRNG ready.
+BOUND_ENV = "URANDOM_SHIM_WAIT_BOUND"  # _config.ENV_WAIT_BOUND
 
 FORMS = (
     "'unready-forever'",
@@ -47,7 +50,7 @@ FORMS = (
 class Simulation:
     """One parsed simulation. ``unready()`` answers whether the simulated CRNG is still uninitialised."""
 
-    __slots__ = ("deadline", "path", "spec", "watcher")
+    __slots__ = ("bound", "deadline", "ends", "path", "spec", "watcher")
 
     def __init__(self, spec: str, *, path: str | None = None, deadline: float | None = None) -> None:
         self.spec = spec
@@ -57,6 +60,29 @@ class Simulation:
         #: process looks again while the simulated CRNG is unready. The pytest plugin sets it to end a wait that
         #: nothing can end (it raises).
         self.watcher: Callable[[float, float | None], None] | None = None
+        #: Whether something may still end the window (the pytest plugin's answer for its test), if known.
+        self.ends: Callable[[], bool] | None = None
+        #: :data:`BOUND_ENV`'s seconds, when this process is a child of a test under the pytest plugin.
+        self.bound: float | None = None
+
+    def endless(self) -> bool:
+        """Whether nothing will ever end this simulated window: ``unready-forever``; a window the pytest plugin
+        says nothing in its test will end; or one this process can't see the end of (a child of a test)."""
+        if self.ends is not None:
+            return not self.ends()
+        if self.bound is not None:
+            return True
+        return self.path is None and self.deadline is None
+
+    def bounded_watch(self, waited: float, timeout: float | None) -> None:
+        """The watcher of a child of a test under the pytest plugin: a wait that outlasts :attr:`bound` raises."""
+        bound = self.bound
+        if bound is None or waited < bound or (timeout is not None and timeout <= bound):
+            return
+        text = _messages.SIMULATED_WAIT_BOUND.format(
+            waited=waited, variable=ENV, spec=self.spec, bound_variable=BOUND_ENV, bound=bound
+        )
+        raise BlockingIOError(11, f"{_messages.PEP522_TEXT}. {text}")  # EAGAIN, as a refusal is
 
     def unready(self) -> bool:
         if self.path is not None:
@@ -132,9 +158,28 @@ def current() -> Simulation | None:
             else:
                 if sim.spec != spec:  # pin a relative window so that children share this process's deadline
                     os.environ[ENV] = sim.spec
+                _bound(sim)
                 _state.simulation = sim
     found = _state.simulation
     return found if isinstance(found, Simulation) else None
+
+
+def _bound(sim: Simulation) -> None:
+    """Apply :data:`BOUND_ENV` to ``sim``, if it is set; a bad value is one line, and ignored."""
+    text = os.environ.get(BOUND_ENV)
+    if not text:
+        return
+    try:
+        bound = float(text)
+    except ValueError:
+        bound = float("nan")
+    if bound != bound or bound in (float("inf"), float("-inf")) or bound < 0:
+        from ._messages import emit
+
+        emit(_messages.BAD_WAIT_BOUND.format(variable=BOUND_ENV, text=text))
+        return
+    sim.bound = bound
+    sim.watcher = sim.bounded_watch
 
 
 def override(sim: Simulation | None) -> None:

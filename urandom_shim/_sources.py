@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 MAX_BYTES = 1024 * 1024
 TABLE = "tool.urandom-shim"
 MACHINE_FILE = "/etc/urandom-shim.toml"
+#: The environment's file, in its ``sys.prefix``.
+ENVIRONMENT_FILE = "urandom-shim.toml"
 
 
 def shorten(value: object, limit: int = 80) -> str:
@@ -143,8 +145,20 @@ def read_bytes(path: str, label: str, required: bool, ending: str = IGNORED) -> 
 
 
 def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | None:
-    """The one line about a file that can't be read; None for an absent file nobody asked for."""
-    if isinstance(exc, (FileNotFoundError, NotADirectoryError)):  # absent, or a path through a file: not there
+    """The one line about a file that can't be read; None for an absent file nobody asked for.
+
+    For a file that may set a floor (``ending`` is not :data:`IGNORED`), only "no such file" is absent: a path
+    through a file (``/etc/urandom-shim.toml/``, ENOTDIR) names something that exists and can't be read, which
+    fails closed like any other unreadable floor file."""
+    absent: tuple[type[OSError], ...] = (
+        (FileNotFoundError,)
+        if ending != IGNORED
+        else (
+            FileNotFoundError,
+            NotADirectoryError,
+        )
+    )
+    if isinstance(exc, absent):  # absent, or (where no floor is at stake) a path through a file: not there
         return f"{label}: the file does not exist; {ending}" if required else None
     if isinstance(exc, IsADirectoryError):
         return _messages.FILE_IS_A_DIRECTORY.format(label=label, ending=ending)
@@ -153,6 +167,17 @@ def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | 
     # A symlink loop (ELOOP), a FIFO or device, a name too long, an I/O error; or ValueError for a name with a NUL.
     reason = getattr(exc, "strerror", None) or exc
     return f"{label}: cannot be read ({reason}); {ending}"
+
+
+def same_file(path: str, other: str) -> bool:
+    """Whether ``path`` and ``other`` are one file (the same device and inode), however each is spelt. False when
+    either can't be looked at: a path that is not a file, a path through a file (``…toml/``), or a relative path
+    whose directory is gone. Never raises."""
+    try:
+        first, second = os.stat(path), os.stat(other)
+    except (OSError, ValueError):
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def check_file(path: str, label: str) -> str | None:
@@ -204,7 +229,7 @@ def user_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
 
 
 def environment_file() -> str:
-    return os.path.join(sys.prefix, "urandom-shim.toml")
+    return os.path.join(sys.prefix, ENVIRONMENT_FILE)
 
 
 def machine_file(environ: Mapping[str, str], ignore_environment: bool) -> str:
@@ -252,9 +277,9 @@ def find_module(module: str, path: list[str]) -> tuple[str | None, str | None]:
     """(anchor, package): where ``module``'s top-level package or module lives on ``path``, found by looking at the
     file system the way Python's path finder does for plain directories, without importing anything.
 
-    For a package, the anchor is its directory and ``package`` is the same; for a single-file module, the anchor is
-    the directory holding it. (None, None) when it is not found there: a zip, an import hook (some editable
-    installs), or not installed."""
+    For a package, the anchor is its directory, and ``package`` the directory whose package file applies to it, if
+    any (:func:`package_directory`); for a single-file module, the anchor is the directory holding it. (None, None)
+    when it is not found there: a zip, an import hook (some editable installs), or not installed."""
     top = module.split(".")[0]
     if not top.isidentifier():
         return None, None
@@ -266,13 +291,113 @@ def find_module(module: str, path: list[str]) -> tuple[str | None, str | None]:
             if os.path.isdir(base) and (
                 os.path.isfile(os.path.join(base, "__init__.py")) or os.path.isfile(os.path.join(base, "__main__.py"))
             ):
-                package = os.path.realpath(base)
-                return package, package
+                return os.path.realpath(base), package_directory(module, entry or os.getcwd())
             if os.path.isfile(base + ".py"):
                 return os.path.realpath(entry or os.getcwd()), None
         except (OSError, ValueError):  # an unreadable entry, or one with a NUL byte
             continue
     return None, None
+
+
+#: The names of the directories that installers put distributions in.
+INSTALL_DIR_NAMES = ("site-packages", "dist-packages")
+#: The largest RECORD read: a large distribution's is a few hundred kilobytes.
+RECORD_MAX = 4 * 1024 * 1024
+
+
+def installation_directory(directory: str) -> bool:
+    """Whether ``directory`` is where an installer puts things, never a project: ``site-packages`` or
+    ``dist-packages``, a venv (it holds ``pyvenv.cfg``), or this interpreter's ``sys.prefix``, ``sys.exec_prefix``,
+    ``sys.base_prefix`` or ``sys.base_exec_prefix``. Never raises."""
+    try:
+        if os.path.basename(os.path.normpath(directory)) in INSTALL_DIR_NAMES:
+            return True
+        if os.path.isfile(os.path.join(directory, "pyvenv.cfg")):
+            return True
+        found = os.stat(directory)
+        return (found.st_dev, found.st_ino) in _prefixes()
+    except (OSError, ValueError):
+        return False
+
+
+_PREFIXES: list[frozenset[tuple[int, int]]] = []
+
+
+def _prefixes() -> frozenset[tuple[int, int]]:
+    """This interpreter's prefixes, as (device, inode): worked out once per process (they never change), and
+    compared by identity, so that no spelling or symlink matters and each directory of a walk costs one stat."""
+    if not _PREFIXES:
+        found = set()
+        for prefix in {sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix}:
+            try:
+                info = os.stat(prefix)
+            except (OSError, ValueError, TypeError):
+                continue
+            found.add((info.st_dev, info.st_ino))
+        _PREFIXES.append(frozenset(found))
+    return _PREFIXES[0]
+
+
+def _record_of(entry: str, relative: str) -> set[str] | None:
+    """The files of the distribution installed in ``entry`` whose RECORD lists ``relative``, or None."""
+    try:
+        names = [name for name in os.listdir(entry) if name.endswith(".dist-info")]
+    except (OSError, ValueError):
+        return None
+    for name in sorted(names):
+        try:
+            with open(os.path.join(entry, name, "RECORD"), "rb") as handle:
+                data = handle.read(RECORD_MAX)
+        except (OSError, ValueError):
+            continue
+        files = set()
+        for line in data.decode("utf-8", "replace").splitlines():
+            path = line.rsplit(",", 2)[0] if line.count(",") >= 2 else line
+            files.add(path.strip('"').replace(os.sep, "/"))
+        if relative in files:
+            return files
+    return None
+
+
+def _is_namespace(directory: str) -> bool:
+    """Whether ``directory`` is a namespace package of the pkgutil or pkg_resources kind, which several
+    distributions share."""
+    try:
+        with open(os.path.join(directory, "__init__.py"), "rb") as handle:
+            text = handle.read(64 * 1024)
+    except OSError:
+        return False
+    return b"extend_path" in text or b"declare_namespace" in text
+
+
+def package_directory(module: str, entry: str) -> str | None:
+    """The directory whose package file (:data:`PACKAGE_FILE`) applies to ``module``, found in the ``sys.path``
+    directory ``entry``: the nearest one of the module's packages (deepest first) that holds the file and belongs to
+    the same distribution as the module. In an installation directory, the distribution is the one whose RECORD
+    lists the file, and it must also ship the module itself: a namespace package (``ns``) is shared, and a file
+    that another distribution put there is not this program's. A file no RECORD lists applies only outside a
+    namespace package. Outside an installation directory (a checkout on ``sys.path``), the file applies."""
+    parts = module.split(".")
+    installed = installation_directory(entry)
+    for depth in range(len(parts), 0, -1):
+        directory = os.path.join(entry, *parts[:depth])
+        candidate = os.path.join(directory, PACKAGE_FILE)
+        try:
+            if not os.path.isfile(candidate):
+                continue
+        except (OSError, ValueError):
+            continue
+        if not installed:
+            return os.path.realpath(directory)
+        files = _record_of(entry, "/".join([*parts[:depth], PACKAGE_FILE]))
+        if files is None:
+            if not _is_namespace(directory):
+                return os.path.realpath(directory)
+            continue
+        own = "/".join(parts)
+        if any(path == own + ".py" or path.startswith(own + "/") for path in files):
+            return os.path.realpath(directory)
+    return None
 
 
 def launcher_target(script: str) -> str | None:
@@ -460,9 +585,13 @@ def _invocation(argv: object = None) -> Invocation:
 
 
 def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
-    """(path, problem): the first ``pyproject.toml`` walking up from ``anchor``."""
+    """(path, problem): the first ``pyproject.toml`` walking up from ``anchor``. The walk stops at the first
+    installation directory (:func:`installation_directory`), which it neither reads nor passes: a
+    ``pyproject.toml`` that some distribution put in ``site-packages`` is nobody's project."""
     directory = anchor
     while True:
+        if installation_directory(directory):
+            return None, None
         candidate = os.path.join(directory, "pyproject.toml")
         try:
             os.stat(candidate)

@@ -43,7 +43,7 @@ def variables() -> tuple[str, ...]:
     plugin imports nothing of the package but its messages.)"""
     from . import _config
 
-    return (*_config.KEY_VARIABLES, _config.ENV_SIMULATE)
+    return (*_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND)
 
 
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
@@ -57,6 +57,10 @@ MARKER, FIXTURE, OPTION = "@pytest.mark.urandom", "urandom_policy()", "--urandom
 #: timer, or another thread holding system_rng). Past it the test fails rather than hang the run; a wait that
 #: nothing can end fails at once.
 WAIT_BOUND = 60.0
+#: The longest a wait on the test's simulated CRNG may last in a child process of the test
+#: (``URANDOM_SHIM_WAIT_BOUND``): a child can't see whether the test will make the CRNG ready, so past this its
+#: wait raises BlockingIOError rather than hang the run.
+CHILD_WAIT_BOUND = 10.0
 #: What to do about a wait that can't end, in every message that ends one.
 REMEDIES = _messages.PLUGIN_REMEDIES
 
@@ -145,13 +149,23 @@ class _TestState:
 
             handle, self.flag = tempfile.mkstemp(prefix="urandom-shim-unready-")
             os.close(handle)
+            _remember(self.flag)
         elif not os.path.exists(self.flag):
             open(self.flag, "w").close()
         simulation = self._simulation.parse(f"unready-until-file:{self.flag}")
         simulation.watcher = self._watch
+        simulation.ends = self._may_end
         self._simulation.override(simulation)
+        os.environ[self._simulation.BOUND_ENV] = repr(CHILD_WAIT_BOUND)  # the guard, for the test's children
         self._readiness.reset()
         self._apply()
+
+    def _may_end(self) -> bool:
+        """Whether something in this test may still make the simulated CRNG ready: a ready_after() timer, or
+        another thread of a test that holds system_rng."""
+        import threading
+
+        return any(timer.is_alive() for timer in self.timers) or (self.handle_given and threading.active_count() > 1)
 
     def _watch(self, waited: float, timeout: float | None) -> None:
         """Called by every wait on this test's simulated CRNG: fail the test rather than let the run hang."""
@@ -208,8 +222,70 @@ class _TestState:
                 os.environ[name] = value
         self._state.restore(self.saved_state)  # takes out the test's engine, and puts back whatever was in force
         _restore(self.saved_namespaces)
-        if self.flag is not None and os.path.exists(self.flag):
-            os.unlink(self.flag)
+        if self.flag is not None:
+            _forget(self.flag)
+
+
+# -- temporary files, removed however the run ends --------------------------------------------------------------------
+
+#: The files this process made (a test's simulated-kernel flag, the run's events file) and has not removed yet.
+_TEMPORARY: set[str] = set()
+#: The process that made them: a forked child that exits normally, or gets SIGTERM, must not remove its parent's.
+_OWNER: list[int] = []
+_HANDLERS_INSTALLED: list[bool] = []
+
+
+def _remember(path: str) -> None:
+    """Remove ``path`` however the run ends: normally (teardown, or at exit after Ctrl-C), or on SIGTERM."""
+    _TEMPORARY.add(path)
+    _OWNER[:] = [os.getpid()]
+    if not _HANDLERS_INSTALLED:
+        _HANDLERS_INSTALLED.append(True)
+        import atexit
+
+        atexit.register(_clean_up)
+        _on_sigterm()
+
+
+def _forget(path: str) -> None:
+    _TEMPORARY.discard(path)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _clean_up() -> None:
+    if _OWNER != [os.getpid()]:
+        return
+    for path in list(_TEMPORARY):
+        _forget(path)
+
+
+def _on_sigterm() -> None:
+    """On SIGTERM, which ends a process without running ``atexit``: remove the files, then let the signal do what
+    it did before (the default ends the process, by the signal, as if we were not there)."""
+    import signal
+
+    try:
+        previous = signal.getsignal(signal.SIGTERM)
+    except (AttributeError, ValueError):
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        _clean_up()
+        if callable(previous):
+            previous(signum, frame)
+            return
+        signal.signal(signum, signal.SIG_DFL if previous in (None, signal.SIG_DFL) else previous)
+        os.kill(os.getpid(), signum)
+
+    if previous is signal.SIG_IGN:
+        return
+    try:
+        signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: atexit and teardown still remove the files
+        pass
 
 
 def _snapshot() -> list[tuple[object, dict[str, object]]]:
@@ -366,10 +442,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     created = config.stash.get(_EVENTS_CREATED, None)
     if created is not None:
         os.environ.pop(EVENTS_VARIABLE, None)
-        try:
-            os.unlink(created)
-        except OSError:
-            pass
+        _forget(created)
 
 
 #: The events file of this run, where this process made it (the controller, under pytest-xdist).
@@ -385,6 +458,7 @@ def _start_collecting(config: pytest.Config) -> None:
 
     handle, path = tempfile.mkstemp(prefix="urandom-shim-events-", suffix=".jsonl")
     os.close(handle)
+    _remember(path)
     os.environ[EVENTS_VARIABLE] = path
     config.stash[_EVENTS_CREATED] = path
 

@@ -253,7 +253,8 @@ def report_of_this_boot(events):
 HWRNG = "/sys/class/misc/hw_random/rng_current"
 
 #: The program that `urandom-shim run` starts in the start-* scenarios: it reports its own start, then starts a child
-#: of its own (a grandchild of /init) and reports that one's. Each prints the time of its first line.
+#: of its own (a grandchild of /init) and reports that one's. Each prints the time of its first line. The seed is the
+#: one the interpreter was exec'd with (/proc/self/environ): the shim takes its own out of os.environ at start-up.
 CHILD = """\
 import json, os, subprocess, sys, time
 first = time.monotonic()
@@ -263,12 +264,17 @@ def facts():
         probe = "ready"
     except BlockingIOError:
         probe = "eagain"
-    return {"first_line": first, "seed": os.environ.get("PYTHONHASHSEED"), "randomized": sys.flags.hash_randomization,
-            "probe": probe}
+    with open("/proc/self/environ", "rb") as handle:
+        initial = dict(item.split(b"=", 1) for item in handle.read().split(b"\\0") if b"=" in item)
+    seed = initial.get(b"PYTHONHASHSEED")
+    return {"first_line": first, "seed": None if seed is None else seed.decode(),
+            "randomized": sys.flags.hash_randomization, "probe": probe}
 me = facts()
 spawned = time.monotonic()
 grandchild = subprocess.run([sys.executable, "-c", "import json, os, sys, time; first = time.monotonic(); "
-    "print(json.dumps({'first_line': first, 'seed': os.environ.get('PYTHONHASHSEED'), "
+    "initial = open('/proc/self/environ', 'rb').read().split(b'\\\\0'); "
+    "seed = [i.split(b'=', 1)[1].decode() for i in initial if i.startswith(b'PYTHONHASHSEED=')]; "
+    "print(json.dumps({'first_line': first, 'seed': (seed or [None])[0], "
     "'randomized': sys.flags.hash_randomization}))"], capture_output=True, text=True)
 me["grandchild"] = json.loads(grandchild.stdout) if grandchild.stdout else {"error": grandchild.stderr[-500:]}
 me["grandchild"]["spawned"] = spawned

@@ -1,0 +1,194 @@
+"""Guarantees, round two (issue 27): the routes around the floor, report mode and the command line that the
+features of the previous round opened, each tried as a hostile user would, in real interpreters of venvs built from
+the wheel. ``run``'s hash seed, package files and the pytest plugin's children are route tables of their own, in
+``tests/test_routes.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Venv, clean_env
+from test_guarantees import PROBE, cli, isolated
+
+# -- 1. the floor of /etc/urandom-shim.toml, however the variable spells it -----------------------------------------
+
+SPELLINGS = [
+    "/etc/urandom-shim.toml/",
+    "/etc/urandom-shim.toml/.",
+    "/etc//urandom-shim.toml/",
+    "/etc//urandom-shim.toml",
+    "/etc/./urandom-shim.toml",
+    "/etc/../etc/urandom-shim.toml",
+]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+def test_no_spelling_of_the_machine_file_variable_takes_away_the_floor_in_etc(
+    shim: Venv, machine_file_in_etc: Any, fake_kernel: Any, tmp_path: Path, spelling: str
+) -> None:
+    flag = tmp_path / "kernel-unready"
+    flag.touch()
+    env = {
+        **fake_kernel.env(flag),
+        "URANDOM_POLICY": "legacy",
+        "URANDOM_SHIM_TIMEOUT": "0.2",
+        "URANDOM_SHIM_MACHINE_CONFIG": spelling,
+        "XDG_CONFIG_HOME": str(tmp_path / "xdg"),
+        "PROBE_URANDOM": "1",
+    }
+    floor = "allow_weak = false\n"
+    result = machine_file_in_etc(floor, [str(shim.python), "-c", PROBE], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["policy"] == "pep524", result.stderr
+    assert report["urandom"].startswith("raised: "), report  # waited out the timeout: no weak bytes
+    assert "below the floor set by" in result.stderr, result.stderr
+    checked = machine_file_in_etc(floor, [cli(shim), "check"], env, tmp_path)
+    assert checked.returncode == 1, checked.stdout + checked.stderr
+    assert "No problems" not in checked.stdout, checked.stdout
+    assert "is below the floor set by" in checked.stdout, checked.stdout
+    if spelling.endswith(("/", "/.")):  # a path through the file: it exists, and can't be read: a floor of its own
+        assert f"{spelling} (machine file): cannot be read (Not a directory)" in checked.stdout, checked.stdout
+    # `run --policy legacy` gives no weak hash seed under that floor.
+    seed = machine_file_in_etc(
+        floor,
+        [cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c",
+         "import os; print(os.environ.get('URANDOM_SHIM_HASHSEED'))"],
+        {**env, "FAKE_KERNEL_UNREADY": str(flag)}, tmp_path,
+    )  # fmt: skip
+    assert seed.stdout.strip() == "None", seed.stdout + seed.stderr
+    flag.unlink()
+
+
+def test_a_relative_machine_file_in_a_deleted_directory_leaves_the_shim_active(shim: Venv, tmp_path: Path) -> None:
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    script = tmp_path / "probe.py"
+    script.write_text(PROBE)
+    env = clean_env(isolated(tmp_path, URANDOM_SHIM_SIMULATE="unready-forever", URANDOM_SHIM_MACHINE_CONFIG="rel.toml"))
+    result = subprocess.run(
+        ["sh", "-c", 'cd "$1" && rmdir "$1" && exec "$2" "$3"', "sh", str(gone), str(shim.python), str(script)],
+        capture_output=True, text=True, env=env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["active"] is True, result.stderr
+    assert "Traceback" not in result.stderr and "not active" not in result.stderr, result.stderr
+
+
+# -- 4. waits that hang: the plugin's children, report mode's explicit wait, files left behind -----------------------
+
+CHILD_TESTS = """\
+import subprocess, sys
+
+def run_child(code):
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=45)
+
+def test_a_child_waiting_in_os_urandom_ends():
+    child = run_child("import os; os.urandom(8)")
+    assert child.returncode == 1 and "BlockingIOError" in child.stderr, child.stderr
+    assert "this process is a child of a test under the pytest plugin" in child.stderr, child.stderr
+
+def test_a_child_waiting_in_secrets_ends():
+    child = run_child("import secrets; secrets.token_hex(8)")
+    assert child.returncode == 1 and "BlockingIOError" in child.stderr, child.stderr
+
+def test_a_child_whose_window_the_test_ends_still_waits_for_it(system_rng):
+    system_rng.ready_after(1.0)
+    child = run_child("import os, time; t = time.monotonic(); os.urandom(8); print(round(time.monotonic() - t))")
+    assert child.returncode == 0, child.stderr
+"""
+
+
+@pytest.mark.slow
+def test_the_plugins_children_inherit_the_guard_against_waits(venvs: Any, python: Path, tmp_path: Path) -> None:
+    venv: Venv = venvs(python, "pytest")
+    (tmp_path / "test_children.py").write_text(CHILD_TESTS)
+    for policy in ("pep524", "pep522"):
+        result = venv.run(
+            "-m", "pytest", "-p", "no:cacheprovider", f"--urandom-policy={policy}", "-k",
+            "os_urandom or whose_window" if policy == "pep524" else "secrets", "test_children.py",
+            env={"XDG_CONFIG_HOME": str(tmp_path)}, cwd=tmp_path, timeout=150,
+        )  # fmt: skip
+        expected = "2 passed" if policy == "pep524" else "1 passed"
+        assert result.returncode == 0 and expected in result.stdout, result.stdout + result.stderr
+
+
+WAITS_EXPLICITLY = "import secrets; print(secrets.wait_for_system_rng())"
+
+
+def test_report_mode_records_an_explicit_wait_that_nothing_would_end_and_returns(
+    shim: Venv, venvs: Any, python: Path, tmp_path: Path
+) -> None:
+    result = subprocess.run(
+        [cli(shim), "simulate", "--unready-forever", "--report-only", "--policy", "pep522", "--",
+         str(shim.python), "-c", WAITS_EXPLICITLY],
+        capture_output=True, text=True, env=clean_env(isolated(tmp_path)), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0 and result.stdout.strip() == "True", result.stdout + result.stderr
+    assert "secrets.wait_for_system_rng()" in result.stderr, result.stderr  # recorded, in the report
+    assert "would wait" in result.stderr, result.stderr
+    venv: Venv = venvs(python, "pytest")
+    (tmp_path / "test_wait.py").write_text(f"def test_waits():\n    {WAITS_EXPLICITLY}\n")
+    result = venv.run(
+        "-m", "pytest", "-p", "no:cacheprovider", "--urandom-policy=pep522", "--urandom-report-only", "test_wait.py",
+        env={"XDG_CONFIG_HOME": str(tmp_path)}, cwd=tmp_path, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("how", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_killed_plugin_run_leaves_no_temporary_file(venvs: Any, python: Path, tmp_path: Path, how: int) -> None:
+    venv: Venv = venvs(python, "pytest")
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    (tmp_path / "test_slow.py").write_text(
+        "import os, time\ndef test_slow():\n    print('started', flush=True)\n    time.sleep(60)\n"
+    )
+    env = clean_env({"XDG_CONFIG_HOME": str(tmp_path), "TMPDIR": str(scratch)})
+    proc = subprocess.Popen(
+        [str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", "-s", "--urandom-policy=pep524", "test_slow.py"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            if not line or "started" in line:
+                break
+        made = sorted(p.name for p in scratch.iterdir() if p.name.startswith("urandom-shim-"))
+        assert len(made) == 2, made  # the control: the run made its two files
+        proc.send_signal(how)
+        proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    left = sorted(p.name for p in scratch.iterdir() if p.name.startswith("urandom-shim-"))
+    assert left == [], left
+
+
+# -- 5. one line per problem -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("subcommand", ["simulate", "run"])
+def test_a_missing_named_file_is_one_line_under_simulate_and_run(shim: Venv, tmp_path: Path, subcommand: str) -> None:
+    when = ["--unready-forever"] if subcommand == "simulate" else []
+    env = isolated(tmp_path, URANDOM_SHIM_CONFIG=str(tmp_path / "missing.toml"))
+    result = subprocess.run(
+        [cli(shim), subcommand, *when, "--", str(shim.python), "-c", "pass"],
+        capture_output=True, text=True, env=clean_env(env), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "missing.toml" in line]
+    assert len(lines) == 1 and "does not exist" in lines[0], result.stderr
+    # And a command line that starts nothing still says it: once.
+    waited = subprocess.run([cli(shim), "wait", "--timeout", "0"], capture_output=True, text=True,
+                            env=clean_env(env), timeout=60)  # fmt: skip
+    assert sum("missing.toml" in line for line in waited.stderr.splitlines()) == 1, waited.stderr
