@@ -282,7 +282,10 @@ def wheel_without_settings(who: _sources.Invocation, settings: _policies.Setting
     """What to do when the program is an installed package (in a ``site-packages`` or ``dist-packages``) with no
     package file, and no source but the default set its policy: a ``[tool.urandom-shim]`` table in the app's
     ``pyproject.toml`` does not travel in its wheel."""
+    # The directory whose package file applies; with none that applies, the module's own top-level package.
     package = who.package
+    if package is None and who.anchor is not None and os.path.isfile(os.path.join(who.anchor, "__init__.py")):
+        package = who.anchor
     if package is None or "-packages" not in package or settings.policy.source != "default":
         return None
     if os.path.exists(os.path.join(package, _sources.PACKAGE_FILE)):
