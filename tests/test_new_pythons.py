@@ -231,8 +231,15 @@ def test_multiprocessing_children_in_and_after_the_window(
     else:  # legacy: best-effort bytes at once, and it says so
         assert (result, exitcode) == ("weak", 0), err
         assert "best-effort" in err, err
-    # After the window, every policy gives strong bytes at once, even from a forkserver that started inside it.
-    assert second[0] == "strong" and second[2] == 0, (second, err)
+    # After the window, every policy gives strong bytes at once, even from a forkserver that started inside it...
+    if policy == "pep522" and method == "forkserver" and isinstance(first[1], str):
+        # ... except where the forkserver itself raised in the window and died (it draws an authentication key when
+        # it starts): CPython 3.14 then starts no other one for this parent, which can't start forkserver children
+        # at all. The compatibility page says so, and how to avoid it (wait_for_system_rng() before the first one).
+        assert second[0] == "strong" or second[1] in ("ConnectionRefusedError", "ConnectionResetError", "EOFError")
+        assert "BlockingIOError" in err, err
+    else:
+        assert second[0] == "strong" and second[2] == 0, (second, err)
 
 
 # -- PEP 810: explicit lazy imports -------------------------------------------------------------------------------
