@@ -344,7 +344,7 @@ class Boot:
                 continue
 
 
-def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, timeout: float = 300) -> Boot:
+def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, timeout: float = 420) -> Boot:
     """Boot ``image`` with ``kernel`` until the collector powers it off, and read back what it collected."""
     command = [
         str(qemu.binary), *qemu.firmware, *accel, "-m", "1536", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
@@ -515,7 +515,7 @@ def system_under_test(suite: Suite, base: Path, wheel: Path, units: dict[str, st
 
 
 def boot_with_policy(
-    qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, policy: str, work: Path, timeout: float = 300
+    qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, policy: str, work: Path, timeout: float = 420
 ) -> Boot:
     """One first boot of a copy of ``system`` with ``policy`` in /etc/urandom-shim.toml."""
     machine = f'# the machine-wide policy of this boot\npolicy = "{policy}"\n'
