@@ -1,17 +1,19 @@
-"""A real Debian 12 system with systemd and cloud-init, built from Debian's packages and booted under qemu.
+"""Real Debian systems with systemd and cloud-init, built from Debian's packages and booted under qemu: one per
+:class:`Suite` (Debian 11, 12, 13 and sid), all by the same code.
 
 Three layers, each cached where it can be:
 
-1. **The base system** (cached under ``~/.cache/urandom-shim/boot/``, rebuilt when :data:`RECIPE` changes):
-   ``mmdebstrap`` (installed with apt if missing) builds Debian 12 with systemd, udev, python3, cloud-init and two
-   kernels from the archive, 6.1 from bookworm and 6.12 from bookworm-backports, each with its initramfs made by
-   initramfs-tools inside the image. The tree is kept unpacked; the kernels and initramfs images are read from its
-   ``/boot``.
-2. **The system under test** (once per test session, because the wheel is built fresh on every run): a copy of that
-   tree with the wheel installed twice, into the system Python (``/usr/local``, with pip's
-   ``--break-system-packages``, the documented way on Debian 12) and into an app venv in ``/opt/app/venv``; the units
-   taken word for word from the docs (:mod:`docs_units`), the test's own probes, a NoCloud seed for cloud-init, and a
-   collector; then written to an ext4 image with ``mke2fs -d``.
+1. **The base system** (cached under ``~/.cache/urandom-shim/boot/``, one tree per suite, rebuilt when its
+   :meth:`Suite.recipe` changes): ``mmdebstrap`` (installed with apt if missing) builds the suite with systemd, udev,
+   python3, cloud-init and its kernels from the archive (Debian 12: 6.1, and 6.12 from bookworm-backports), each with
+   its initramfs made by initramfs-tools inside the image. The tree is kept unpacked; the kernels and initramfs images
+   are read from its ``/boot``.
+2. **The system under test** (once per suite and test session, because the wheel is built fresh on every run): a
+   copy of that tree with the wheel installed twice, into the system Python (``/usr/local``, with pip's
+   ``--break-system-packages`` where PEP 668 applies, the documented way) and into an app venv in ``/opt/app/venv``
+   (with tomli from the host's pip where the guest's Python is older than 3.11); the units
+   taken word for word from the docs (:mod:`docs_units`), an ordinary service, the test's own probes, a NoCloud seed
+   for cloud-init, and a collector; then written to an ext4 image with ``mke2fs -d``.
 3. **One boot**: a copy of that image (sparse, about a second), with ``/etc/urandom-shim.toml`` written into it by
    ``debugfs`` for the policy under test, booted as a first boot: no machine ID, no saved random seed, no entropy
    device, ``random.trust_cpu=off random.trust_bootloader=off``. The collector waits for the boot to finish, writes
