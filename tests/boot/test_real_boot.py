@@ -391,7 +391,7 @@ def assert_the_policy_did(journal: Journal, name: str, facts: dict[str, Any], ma
     else:
         # It didn't wait: the CRNG was still unready when it returned (or, if it became ready meanwhile, the call
         # was over at once). Under emulation on a loaded machine the first such call took up to 0.23 s on 5.10,
-        # writing its line; a wait took 2.1 to 2.5 s there.
+        # writing its line; a wait took 2.1 to 3.6 s there.
         assert facts["outcome"] == "returned", facts
         assert facts["crng_after"] == "unready" or facts["seconds"] < AT_ONCE, facts
         lines = journal.lines(journal.units[name])
