@@ -492,27 +492,34 @@ def _boot_table(terminalreporter: Any) -> None:
     rows = _properties(terminalreporter, "boot_result")
     if not rows:
         return
-    header = ("kernel", "policy", "crng init done", "early-setup started", "its first line", "early unit")
-    header += ("cloud-init-local started", "its first line", "random password", "failed units", "wall")
+    header = ("system", "kernel", "policy", "crng init done", "first Python line", "early-setup started")
+    header += ("its first line", "early unit", "ordinary.service", "cloud-init-local started", "its first line")
+    header += ("random password", "failed units", "wall")
+    order = sorted(rows, key=lambda r: (r["kernel"], r["suite"], r["policy"]))
     lines = [header] + [
         (
+            r["suite"],
             r["kernel"],
             r["policy"],
-            _seconds(r["crng"]),
+            _seconds(r["crng"]) if r["crng"] is not None else "never",
+            _seconds(r["first python line"]),
             _seconds(r["early started"]),
             _seconds(r["early first line"]),
             r["early unit"],
+            f"{_seconds(r['ordinary first line'])}: {r['ordinary']}",
             _seconds(r["cloud-init-local started"]),
             _seconds(r["cloud-init first line"]),
             _seconds(r["random password"]),
             ", ".join(r["failed"]) or "none",
             f"{r['wall']:.0f} s",
         )
-        for r in sorted(rows, key=lambda r: (r["kernel"], r["policy"]))
+        for r in order
     ]
     _table(terminalreporter, "A real Debian boot with systemd and cloud-init (times since boot, the guest's)", lines)
-    for r in sorted(rows, key=lambda r: (r["kernel"], r["policy"])):
-        terminalreporter.write_line(f"{r['kernel']} {r['policy']}: {r['analyze']} (qemu {r['qemu']})")
+    for r in order:
+        terminalreporter.write_line(f"{r['suite']} {r['kernel']} {r['policy']}: {r['analyze']} (qemu {r['qemu']})")
+        probes = "; ".join(f"{name}: {words}" for name, words in r["probes"].items())
+        terminalreporter.write_line(f"    probes: {probes}")
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

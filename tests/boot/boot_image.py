@@ -1,17 +1,19 @@
-"""A real Debian 12 system with systemd and cloud-init, built from Debian's packages and booted under qemu.
+"""Real Debian systems with systemd and cloud-init, built from Debian's packages and booted under qemu: one per
+:class:`Suite` (Debian 11, 12, 13 and sid), all by the same code.
 
 Three layers, each cached where it can be:
 
-1. **The base system** (cached under ``~/.cache/urandom-shim/boot/``, rebuilt when :data:`RECIPE` changes):
-   ``mmdebstrap`` (installed with apt if missing) builds Debian 12 with systemd, udev, python3, cloud-init and two
-   kernels from the archive, 6.1 from bookworm and 6.12 from bookworm-backports, each with its initramfs made by
-   initramfs-tools inside the image. The tree is kept unpacked; the kernels and initramfs images are read from its
-   ``/boot``.
-2. **The system under test** (once per test session, because the wheel is built fresh on every run): a copy of that
-   tree with the wheel installed twice, into the system Python (``/usr/local``, with pip's
-   ``--break-system-packages``, the documented way on Debian 12) and into an app venv in ``/opt/app/venv``; the units
-   taken word for word from the docs (:mod:`docs_units`), the test's own probes, a NoCloud seed for cloud-init, and a
-   collector; then written to an ext4 image with ``mke2fs -d``.
+1. **The base system** (cached under ``~/.cache/urandom-shim/boot/``, one tree per suite, rebuilt when its
+   :meth:`Suite.recipe` changes): ``mmdebstrap`` (installed with apt if missing) builds the suite with systemd, udev,
+   python3, cloud-init and its kernels from the archive (Debian 12: 6.1, and 6.12 from bookworm-backports), each with
+   its initramfs made by initramfs-tools inside the image. The tree is kept unpacked; the kernels and initramfs images
+   are read from its ``/boot``.
+2. **The system under test** (once per suite and test session, because the wheel is built fresh on every run): a
+   copy of that tree with the wheel installed twice, into the system Python (``/usr/local``, with pip's
+   ``--break-system-packages`` where PEP 668 applies, the documented way) and into an app venv in ``/opt/app/venv``
+   (with tomli from the host's pip where the guest's Python is older than 3.11); the units
+   taken word for word from the docs (:mod:`docs_units`), an ordinary service, the test's own probes, a NoCloud seed
+   for cloud-init, and a collector; then written to an ext4 image with ``mke2fs -d``.
 3. **One boot**: a copy of that image (sparse, about a second), with ``/etc/urandom-shim.toml`` written into it by
    ``debugfs`` for the policy under test, booted as a first boot: no machine ID, no saved random seed, no entropy
    device, ``random.trust_cpu=off random.trust_bootloader=off``. The collector waits for the boot to finish, writes
@@ -29,20 +31,62 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
 
 import debian
 from debian import Lock, Unavailable, apt_install, run
 
-SUITE = "bookworm"
-MIRRORS = (
-    "deb http://deb.debian.org/debian bookworm main",
-    "deb http://deb.debian.org/debian bookworm-updates main",
-    "deb http://deb.debian.org/debian-security bookworm-security main",
-    "deb http://deb.debian.org/debian bookworm-backports main",
-)
+
+@dataclass(frozen=True)
+class Suite:
+    """One Debian release as the real boots build it: where its packages come from, what goes into the base tree,
+    which kernels its ``/boot`` holds, and how its Python takes a wheel."""
+
+    name: str  #: the suite, as mmdebstrap and apt name it: "bookworm"
+    release: str  #: as people name it: "Debian 12"
+    mirrors: tuple[str, ...]
+    kernels: tuple[str, ...]  #: the kernel series in its /boot: "6.1" means vmlinuz-6.1.*
+    python: str  #: its python3's version, which names the app venv's site-packages
+    packages: tuple[str, ...] = ()  #: beyond :data:`PACKAGES`
+    hooks: tuple[str, ...] = ()  #: commands run in the tree after the packages are installed
+    apt_options: tuple[str, ...] = ()  #: for mmdebstrap, and left in the tree's apt configuration
+    pip_system: tuple[str, ...] = ("--break-system-packages",)  #: what pip needs to install into /usr/local
+    wheels: tuple[str, ...] = ()  #: dependencies of the shim the guest's python needs, fetched by the host's pip
+    #: cloud-init 24.3 and later: every stage in one Python process, cloud-init-main.service's
+    cloud_init_main: bool = False
+    #: cloud-init before 22.2 reads only the old form of chpasswd, ``list: ["root:RANDOM"]``
+    chpasswd_list: bool = False
+    #: Boot without systemd-random-seed.service, as a system where nothing waits for the CRNG early: masked in the
+    #: system under test. With it, systemd 247 waits for the CRNG on every boot (first boot or saved seed alike,
+    #: measured), and on 5.4 to 5.17 that wait runs the jitter generator and closes the window before
+    #: sysinit.target, as on 5.18 and later; without it, the window stays open until some process waits.
+    no_random_seed: bool = False
+
+    def recipe(self) -> dict[str, Any]:
+        """Everything that decides the base tree's content; a change to it means a rebuild."""
+        return {
+            "suite": self.name, "mirrors": self.mirrors, "variant": "minbase", "packages": PACKAGES + self.packages,
+            "hooks": self.hooks, "apt": self.apt_options, "v": 1,
+        }  # fmt: skip
+
+    def site_packages(self) -> str:
+        return f"/opt/app/venv/lib/python{self.python}/site-packages"
+
+
+def debian_mirrors(suite: str, *extra: str) -> tuple[str, ...]:
+    return (
+        f"deb http://deb.debian.org/debian {suite} main",
+        f"deb http://deb.debian.org/debian {suite}-updates main",
+        f"deb http://deb.debian.org/debian-security {suite}-security main",
+        *(f"deb http://deb.debian.org/debian {name} main" for name in extra),
+    )
+
+
+#: Every suite's base tree has these; a suite adds its own (:attr:`Suite.packages`).
 PACKAGES = (
     "systemd-sysv",
     "udev",
@@ -50,16 +94,75 @@ PACKAGES = (
     "python3-venv",
     "python3-pip",
     "cloud-init",
-    "linux-image-cloud-amd64",  # 6.1, from bookworm
+    "linux-image-cloud-amd64",
     "initramfs-tools",
     "zstd",
     "netbase",
     "e2fsprogs",
 )
-#: After the packages: the 6.12 kernel from backports, beside 6.1 (the metapackage moves; 6.1's image stays).
-HOOKS = ("apt-get install -y -q --no-install-recommends -t bookworm-backports linux-image-cloud-amd64",)
-#: Everything that decides the base tree's content; a change to it means a rebuild.
-RECIPE = {"suite": SUITE, "mirrors": MIRRORS, "variant": "minbase", "packages": PACKAGES, "hooks": HOOKS, "v": 1}
+#: The suites the real boots use, oldest first: three kernel generations (5.10, where /dev/urandom never blocks and
+#: the window can last the whole boot; 6.1 and 6.12, 5.18 and later; sid's 7.x).
+SUITES = {
+    suite.name: suite
+    for suite in (
+        # Debian 11: kernel 5.10, systemd 247, cloud-init 20.4, python 3.9, whose pip (20.3) predates PEP 668 and
+        # which needs tomli for the configuration files (Python < 3.11 has no tomllib).
+        # Only the main suite: the security archive's index names kernels (5.10.262) whose files it doesn't serve.
+        Suite(
+            "bullseye",
+            "Debian 11",
+            ("deb http://deb.debian.org/debian bullseye main",),
+            kernels=("5.10",),
+            python="3.9",
+            # ifupdown's DHCP client (minbase has none, and networking.service fails without it); networkd's
+            # wait-online masked (ifupdown brings network-online.target, and networkd's would wait 2 minutes for
+            # links it doesn't manage); the initramfs compressed with zstd, as later releases do (gzip's took 35 s to
+            # unpack under emulation).
+            packages=("isc-dhcp-client",),
+            hooks=(
+                "systemctl mask systemd-networkd-wait-online.service",
+                "sed -i s/^COMPRESS=.*/COMPRESS=zstd/ /etc/initramfs-tools/initramfs.conf",
+                "update-initramfs -u -k all",
+            ),
+            pip_system=(),
+            wheels=("tomli",),
+            chpasswd_list=True,
+            no_random_seed=True,
+        ),
+        # Debian 12: 6.1, and 6.12 from bookworm-backports beside it (the metapackage moves; 6.1's image stays).
+        Suite(
+            "bookworm",
+            "Debian 12",
+            debian_mirrors("bookworm", "bookworm-backports"),
+            kernels=("6.1", "6.12"),
+            python="3.11",
+            hooks=("apt-get install -y -q --no-install-recommends -t bookworm-backports linux-image-cloud-amd64",),
+        ),
+        # Debian 13, the stable release: 6.12, systemd 257, cloud-init 25, python 3.13.
+        # iproute2: cloud-init's networkd renderer needs `ip`, which minbase lacks from Debian 13 on; without a
+        # renderer no link is configured, and systemd-networkd-wait-online holds the boot for 2 minutes.
+        Suite(
+            "trixie",
+            "Debian 13",
+            debian_mirrors("trixie"),
+            kernels=("6.12",),
+            python="3.13",
+            packages=("iproute2",),
+            cloud_init_main=True,
+        ),
+        # sid: the 7.x kernel, systemd 262, cloud-init 26, python 3.14. The archive's sid Release is past its Valid-Until.
+        Suite(
+            "sid",
+            "Debian sid",
+            ("deb http://deb.debian.org/debian sid main",),
+            kernels=("7",),
+            python="3.14",
+            packages=("iproute2",),
+            cloud_init_main=True,
+            apt_options=('Acquire::Check-Valid-Until "false"',),
+        ),
+    )
+}
 
 #: The kernel command line of every boot: the CRNG must initialise by itself, as on a fresh VM without virtio-rng.
 #: ``panic=-1`` (with qemu's ``-no-reboot``) ends a boot whose kernel crashed at once, instead of at the timeout.
@@ -84,8 +187,8 @@ def cache_dir() -> Path:
     return path
 
 
-def recipe_key() -> str:
-    return hashlib.sha256(json.dumps(RECIPE, sort_keys=True).encode()).hexdigest()[:16]
+def recipe_key(suite: Suite) -> str:
+    return hashlib.sha256(json.dumps(suite.recipe(), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def mmdebstrap() -> str:
@@ -93,22 +196,23 @@ def mmdebstrap() -> str:
     return str(shutil.which("mmdebstrap"))
 
 
-def base_tree() -> Path:
-    """The base system's unpacked tree, built once per recipe (about a minute) and cached."""
+def base_tree(suite: Suite) -> Path:
+    """The suite's base system as an unpacked tree, built once per recipe (a minute or two) and cached."""
     cache = cache_dir()
-    tree = cache / f"base-{recipe_key()}"
-    with Lock(cache / ".lock"):
+    tree = cache / f"base-{suite.name}-{recipe_key(suite)}"
+    with Lock(cache / f".lock-{suite.name}"):
         if (tree / ".complete").exists():
             return tree
-        for old in cache.glob("base-*"):  # an older recipe's tree: about 1 GB each
+        for old in cache.glob(f"base-{suite.name}-*"):  # an older recipe's tree: about 1 GB each
             shutil.rmtree(old, ignore_errors=True)
-        tarball = cache / "base.tar"
-        hooks = [f'--customize-hook=chroot "$1" {hook}' for hook in HOOKS]
+        tarball = cache / f"base-{suite.name}.tar"
+        hooks = [f'--customize-hook=chroot "$1" {hook}' for hook in suite.hooks]
+        apt = [f"--aptopt={option}" for option in suite.apt_options]
         began = time.monotonic()
         run(
-            mmdebstrap(), "--variant=minbase", f"--include={','.join(PACKAGES)}", *hooks,
+            mmdebstrap(), "--variant=minbase", f"--include={','.join(PACKAGES + suite.packages)}", *apt, *hooks,
             "--customize-hook=rm -f \"$1\"/etc/machine-id \"$1\"/var/lib/systemd/random-seed",
-            SUITE, str(tarball), *MIRRORS,
+            suite.name, str(tarball), *suite.mirrors,
         )  # fmt: skip
         tree.mkdir()
         run("tar", "-xf", str(tarball), "-C", str(tree), "--numeric-owner")
@@ -243,7 +347,7 @@ class Boot:
                 continue
 
 
-def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, timeout: float = 300) -> Boot:
+def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, timeout: float = 420) -> Boot:
     """Boot ``image`` with ``kernel`` until the collector powers it off, and read back what it collected."""
     command = [
         str(qemu.binary), *qemu.firmware, *accel, "-m", "1536", "-smp", "1", "-nodefaults", "-display", "none", "-no-reboot",
@@ -319,47 +423,95 @@ sync
 systemctl poweroff
 """
 
+
 #: cloud-init's NoCloud seed: a first boot whose user-data makes cloud-init generate a random root password
 #: (cc_set_passwords -> util.rand_str -> random.SystemRandom, that is os.urandom).
-NOCLOUD = {
-    "/var/lib/cloud/seed/nocloud/meta-data": "instance-id: urandom-shim-boot-1\nlocal-hostname: boot-test\n",
-    "/var/lib/cloud/seed/nocloud/user-data": (
-        "#cloud-config\nlocale: C.UTF-8\nchpasswd:\n  expire: false\n  users:\n    - name: root\n      type: RANDOM\n"
-        "runcmd:\n  - [/usr/bin/python3, /usr/local/sbin/cloud-final-probe.py]\n"
-    ),
-    "/etc/cloud/cloud.cfg.d/90-urandom-shim-boot.cfg": "datasource_list: [NoCloud, None]\n",
-}
+def nocloud(suite: Suite) -> dict[str, str]:
+    """The NoCloud seed, in the form of chpasswd the suite's cloud-init reads."""
+    chpasswd = (
+        '  list: ["root:RANDOM"]\n' if suite.chpasswd_list else "  users:\n    - name: root\n      type: RANDOM\n"
+    )
+    return {
+        "/var/lib/cloud/seed/nocloud/meta-data": "instance-id: urandom-shim-boot-1\nlocal-hostname: boot-test\n",
+        "/var/lib/cloud/seed/nocloud/user-data": (
+            f"#cloud-config\nlocale: C.UTF-8\nchpasswd:\n  expire: false\n{chpasswd}"
+            "runcmd:\n  - [/usr/bin/python3, /usr/local/sbin/cloud-final-probe.py]\n"
+        ),
+        "/etc/cloud/cloud.cfg.d/90-urandom-shim-boot.cfg": "datasource_list: [NoCloud, None]\n",
+    }
 
-#: The programs the docs' units start; each is tests/boot/probe.py.
+
+#: A unit of no page: an ordinary service, with systemd's default dependencies (so after basic.target) and the
+#: machine's policy, the shape of most services. Before 5.18 it can start inside the window; from 5.18 on it can't.
+#: Ordered before app.service, whose `urandom-shim wait` closes the window on 5.4 to 5.17 (measured: 4 s after
+#: this unit's call, without the ordering), so that which of the two runs first is not a race.
+ORDINARY_UNIT = """\
+[Unit]
+Description=urandom-shim boot test: an ordinary service under the machine's policy
+Before=app.service
+
+[Service]
+Type=oneshot
+ExecStart=/usr/bin/python3 /usr/local/sbin/ordinary.py
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+#: The programs the units start, each tests/boot/probe.py; the app's is in the app venv (:func:`programs`).
 PROGRAMS = (
-    "/opt/app/venv/lib/python3.11/site-packages/app/__main__.py",
     "/usr/local/sbin/setup-disks.py",
     "/usr/local/sbin/early-setup.py",
     "/usr/local/sbin/cloud-final-probe.py",  # run by cloud-init's runcmd, in cloud-final.service
+    "/usr/local/sbin/ordinary.py",
 )
 
 
-def system_under_test(base: Path, wheel: Path, units: dict[str, str], work: Path) -> Path:
-    """The base tree with the wheel installed (system Python, /opt/app/venv, /opt/tools/venv), the docs' units, the
-    probes, the NoCloud seed and the collector, as an ext4 image in ``work``."""
+def app_program(suite: Suite) -> str:
+    return f"{suite.site_packages()}/app/__main__.py"
+
+
+def guest_wheels(suite: Suite, work: Path) -> list[Path]:
+    """The wheels of the shim's dependencies for the guest's python, fetched by the host's pip (pip inside a 3.13+
+    chroot rejects the registry's certificate chain, and the guest installs with ``--no-index``)."""
+    if not suite.wheels:
+        return []
+    where = work / "wheels"
+    where.mkdir(exist_ok=True)
+    run(
+        sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--only-binary=:all:",
+        "--python-version", suite.python, "--platform", "manylinux2014_x86_64", "--dest", str(where), *suite.wheels,
+    )  # fmt: skip
+    return sorted(where.glob("*.whl"))
+
+
+def system_under_test(suite: Suite, base: Path, wheel: Path, units: dict[str, str], work: Path) -> Path:
+    """The base tree with the wheel installed (system Python, /opt/app/venv, /opt/tools/venv), the docs' units, an
+    ordinary unit, the probes, the NoCloud seed and the collector, as an ext4 image in ``work``."""
     tree = work / "tree"
     run("cp", "-a", "--reflink=auto", str(base), str(tree))
-    shutil.copy(wheel, tree / "tmp" / wheel.name)
-    inside = f"/tmp/{wheel.name}"
-    chroot(tree, "python3", "-m", "pip", "install", "-q", "--no-index", "--break-system-packages", inside)
+    wheels = tree / "tmp" / "wheels"
+    wheels.mkdir()
+    for path in [wheel, *guest_wheels(suite, work)]:
+        shutil.copy(path, wheels / path.name)
+    install = ["-m", "pip", "install", "-q", "--no-index", "--find-links", "/tmp/wheels", f"/tmp/wheels/{wheel.name}"]
+    chroot(tree, "python3", *install[:3], *suite.pip_system, *install[3:])
     for venv in ("/opt/app/venv", "/opt/tools/venv"):
         chroot(tree, "python3", "-m", "venv", venv)
-        chroot(tree, f"{venv}/bin/python", "-m", "pip", "install", "-q", "--no-index", inside)
-    (tree / "tmp" / wheel.name).unlink()
+        chroot(tree, f"{venv}/bin/python", *install)
+    shutil.rmtree(wheels)
     probe = (HERE / "probe.py").read_text()
-    files = {**units, **NOCLOUD, **{program: probe for program in PROGRAMS}}
-    files["/opt/app/venv/lib/python3.11/site-packages/app/__init__.py"] = ""
+    files = {**units, **nocloud(suite), **{program: probe for program in (*PROGRAMS, app_program(suite))}}
+    files[f"{suite.site_packages()}/app/__init__.py"] = ""
+    files["/etc/systemd/system/ordinary.service"] = ORDINARY_UNIT
     files["/etc/systemd/system/urandom-shim-boot-collect.service"] = COLLECTOR_UNIT
     files["/usr/local/sbin/urandom-shim-boot-collect"] = COLLECTOR
     write_files(tree, files, executable=("/usr/local/sbin/urandom-shim-boot-collect",))
     enable = [name.rsplit("/", 1)[1] for name in files if name.endswith(".service") and "[Install]" in files[name]]
     chroot(tree, "systemctl", "enable", *enable)
     (tree / "etc" / "machine-id").unlink(missing_ok=True)  # a first boot
+    if suite.no_random_seed:
+        chroot(tree, "systemctl", "mask", "systemd-random-seed.service")
     image = work / "root.ext4"
     make_image(tree, image)
     shutil.rmtree(tree)
@@ -367,7 +519,7 @@ def system_under_test(base: Path, wheel: Path, units: dict[str, str], work: Path
 
 
 def boot_with_policy(
-    qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, policy: str, work: Path, timeout: float = 300
+    qemu: Qemu, accel: list[str], kernel: Kernel, system: Path, policy: str, work: Path, timeout: float = 420
 ) -> Boot:
     """One first boot of a copy of ``system`` with ``policy`` in /etc/urandom-shim.toml."""
     machine = f'# the machine-wide policy of this boot\npolicy = "{policy}"\n'
