@@ -48,10 +48,11 @@ pytestmark = pytest.mark.boot
 #: (Debian 12 and 13) and sid's 7.x are 5.18 and later.
 BOOTS = (("bullseye", "5.10"), ("bookworm", "6.1"), ("bookworm", "6.12"), ("trixie", "6.12"), ("sid", "7"))
 POLICIES = ("native", "pep524", "pep522", "legacy")
-#: In every run: every policy on 5.10, where the window is long (each unit's call shows what its policy does), and
-#: one boot each of Debian 13 and sid. Debian 12's boots run with URANDOM_SHIM_BOOT_ALL=1: its 6.12 is Debian 13's
-#: kernel line, and its 6.1 is, like them, 5.18 or later.
-IN_EVERY_RUN = {("bullseye", "5.10", policy) for policy in POLICIES}
+#: In every run: each policy that changes what a call in the window does, on 5.10, where the window is long (each
+#: unit's call shows what its policy does), and one boot each of Debian 13 and sid. native on 5.10 waits as pep524
+#: does, so it runs with URANDOM_SHIM_BOOT_ALL=1, as Debian 12's boots do (its 6.12 is Debian 13's kernel line, and
+#: its 6.1 is, like them, 5.18 or later): CI stays within its hour with Python 3.14 and 3.15 in the matrix.
+IN_EVERY_RUN = {("bullseye", "5.10", policy) for policy in POLICIES if policy != "native"}
 IN_EVERY_RUN |= {("trixie", "6.12", "pep522"), ("sid", "7", "legacy")}
 #: The units whose programs are probes, and the one unit that may fail by design (pep522 in the window).
 PROBES = {
