@@ -21,6 +21,8 @@ if TYPE_CHECKING:
 VERSION = 1
 #: The call sites whose bytes are meant for secrets; the two seeding sites only seed the ``random`` module.
 STRONG_SITES = (_policies.URANDOM, _policies.SECRETS)
+#: The sites a record may name: the policy table's, and report mode's explicit wait that nothing would end.
+KNOWN_SITES = (*_policies.SITES, _policies.EXPLICIT_WAIT)
 #: What one call comes to under a policy, worst last: nothing to see, a wait, weak bytes, an exception.
 FINE, WAIT, WEAK, RAISE = "fine", "wait", "weak", "raise"
 RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
@@ -141,7 +143,7 @@ def malformed(record: dict[str, Any]) -> str | None:
             return f"with a negative {name}"
     if record.get("event", "call") not in ("call", "repeat"):
         return "of an unknown event kind"
-    if record.get("site") is not None and record["site"] not in _policies.SITES:
+    if record.get("site") is not None and record["site"] not in KNOWN_SITES:
         return "with an unknown site"
     argv = record.get("argv") or []
     if len(argv) > 4096 or not all(isinstance(arg, str) and len(arg) <= MAX_FIELD for arg in argv):
@@ -278,7 +280,7 @@ def _identity(event: dict[str, Any]) -> tuple[object, ...]:
 
 def _site(event: dict[str, Any]) -> str:
     site = event.get("site")
-    return site if site in _policies.SITES else _events.site_of(str(event.get("call")))
+    return site if site in KNOWN_SITES else _events.site_of(str(event.get("call")))
 
 
 # -- per program -----------------------------------------------------------------------------------------------------
