@@ -129,13 +129,13 @@ def test_a_genuine_line_fails_the_gate(tmp_path: Path) -> None:
         ({"_TRANSPORT": "syslog"}, "it reached the journal by syslog"),
         ({"_TRANSPORT": "kernel"}, "it reached the journal by kernel"),
         ({"_TRANSPORT": None}, "it reached the journal by an unknown transport"),
-        ({"_EXE": "/usr/bin/logger"}, "it was written by /usr/bin/logger, not by a Python interpreter"),
-        ({"_EXE": "/home/mallory/bin/cat"}, "it was written by /home/mallory/bin/cat"),
-        ({"_EXE": None, "_COMM": "systemd-cat"}, "it was written by systemd-cat"),
+        ({"_EXE": "/usr/bin/perl"}, "it was written by /usr/bin/perl, not by a Python interpreter"),
+        ({"_EXE": "/home/mallory/bin/python3-evil"}, "it was written by /home/mallory/bin/python3-evil"),
+        ({"_EXE": None, "_COMM": "bash"}, "it was written by bash"),
         ({"_SYSTEMD_UNIT": "session-3.scope", "_UID": "1000"}, "a user's login session or service manager"),
         ({"_SYSTEMD_UNIT": "user@1000.service", "_SYSTEMD_USER_UNIT": "x.service"}, "service manager"),
     ],
-    ids=["syslog", "kernel", "no-transport", "logger", "cat", "comm-only", "login-session", "user-manager"],
+    ids=["syslog", "kernel", "no-transport", "perl", "not-python", "comm-only", "login-session", "user-manager"],
 )
 def test_each_trusted_field_wrong_in_turn_rejects_the_line(
     tmp_path: Path, wrong: dict[str, str | None], reason: str
@@ -149,7 +149,7 @@ def test_each_trusted_field_wrong_in_turn_rejects_the_line(
 
 def test_a_renamed_process_is_not_a_python_while_the_kernel_names_its_executable(tmp_path: Path) -> None:
     """``_COMM`` is what a process calls itself (prctl); ``_EXE`` is what the kernel says it runs."""
-    entry = {"MESSAGE": FORGED_TEXT, **GENUINE, "_EXE": "/usr/bin/logger", "_COMM": "python3"}
+    entry = {"MESSAGE": FORGED_TEXT, **GENUINE, "_EXE": "/usr/bin/perl", "_COMM": "python3"}
     code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
     assert code == 0 and "not by a Python interpreter" in out, out
 
@@ -436,3 +436,49 @@ def test_adding_any_record_never_makes_a_failing_gate_pass(
     after = records_file(work, *SAMPLE[:where], line, *SAMPLE[where:], name="after.jsonl")
     code, out, err = report("--events", str(after), "--no-journal", "--fail-for", policy)
     assert code == 1, f"{line}\n{out}\n{err}"
+
+
+# -- the second hostile review (issue 28): real lines, huge numbers, empty files, write errors ----------------------
+
+
+def cloud_init_through(tmp_path: Path, **trusted: str) -> Path:
+    """The Debian 12 cloud-init journal with the shim's lines given these trusted fields."""
+    entries = [json.loads(line) for line in SAMPLE_JOURNAL.read_text(encoding="utf-8").splitlines()]
+    for entry in entries:
+        if "urandom-shim:" in str(entry.get("MESSAGE")):
+            entry.update(trusted)
+    return journal_file(tmp_path, *entries)
+
+
+def test_a_real_line_through_tee_in_a_system_unit_fails_the_gate(tmp_path: Path) -> None:
+    """Debian's cloud-init: its output goes through `tee`, so the journal names tee, not the Python behind it."""
+    path = cloud_init_through(tmp_path, _EXE="/usr/bin/tee", _COMM="tee", _SYSTEMD_UNIT="cloud-init-local.service")
+    code, out, _err = report("--journal-file", str(path), "--fail-for", "pep522")
+    assert code == 1, out
+    assert "cloud-init-local.service: first call" in out and "rejected" not in out
+
+
+@pytest.mark.parametrize("exe", ["/usr/bin/cat", "/usr/bin/systemd-cat", "/usr/bin/logger"])
+def test_a_pass_through_writer_in_a_system_unit_counts(tmp_path: Path, exe: str) -> None:
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": exe, "_COMM": os.path.basename(exe)}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 1 and "sshd-keygen.service: first call" in out, out
+
+
+@pytest.mark.parametrize(
+    "unit", [{"_SYSTEMD_UNIT": "session-3.scope"}, {"_SYSTEMD_UNIT": "user@1000.service", "_SYSTEMD_USER_UNIT": "x"}]
+)
+def test_a_pass_through_writer_in_a_login_session_is_still_rejected(tmp_path: Path, unit: dict[str, str]) -> None:
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": "/usr/bin/tee", "_COMM": "tee", "_UID": "1000", **unit}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 0 and "1 line rejected" in out and "login session" in out, out
+
+
+def test_an_interpreter_replaced_while_it_ran_is_a_python(tmp_path: Path) -> None:
+    """An upgrade replaced python3.11 on disk while cloud-init ran: the kernel's _EXE ends in " (deleted)"."""
+    path = cloud_init_through(tmp_path, _EXE="/usr/bin/python3.11 (deleted)")
+    code, out, _err = report("--journal-file", str(path), "--fail-for", "pep522")
+    assert code == 1 and "rejected" not in out, out
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": "/usr/bin/perl (deleted)"}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 0 and "not by a Python interpreter" in out, out

@@ -538,12 +538,17 @@ REJECTED_TOO_LONG = "it is longer than any line of the shim"
 def rejection(entry: dict[str, Any]) -> str | None:
     """Why an entry whose message reads as one of the shim's events is not one, from journald's trusted fields; None
     if they show what the shim's line would: a Python interpreter's own output (``_TRANSPORT`` stdout or journal,
-    ``_EXE``, else ``_COMM``, a python) in a system unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's
-    service manager: every process a user without root starts runs in one of those)."""
+    ``_EXE``, else ``_COMM``, a python, also one replaced on disk while it ran: ``python3.11 (deleted)``) in a system
+    unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's service manager: every process a user without
+    root starts runs in one of those).
+
+    A line passed on by :data:`PASS_THROUGH` (``tee``, ``cat``...) in a system unit is believed too: cloud-init's
+    output goes through ``tee`` on Debian, so the journal can't show the Python behind it. Only root can run a
+    system unit, and a line can only add a finding, so believing it can fail a gate but never pass one."""
     transport = field(entry, "_TRANSPORT")
     if transport not in SHIM_TRANSPORTS:
         return REJECTED_TRANSPORT.format(transport=transport or "an unknown transport")
-    if not is_python(entry, strict=True):
+    if not is_python(entry, strict=True) and not is_pass_through(entry):
         return REJECTED_NOT_PYTHON.format(exe=field(entry, "_EXE") or field(entry, "_COMM") or "an unknown program")
     unit = field(entry, "_SYSTEMD_UNIT") or ""
     if (
@@ -714,8 +719,15 @@ def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[
 PASS_THROUGH = ("tee", "logger", "systemd-cat", "cat")
 
 
+#: What the kernel adds to a process's executable (``_EXE``) when the file was replaced or removed while it ran.
+DELETED = " (deleted)"
+
+
 def is_pass_through(entry: dict[str, Any]) -> bool:
+    """Whether one of :data:`PASS_THROUGH` wrote the entry (``_EXE``, else ``_COMM``)."""
     exe = field(entry, "_EXE")
+    if exe is not None and exe.endswith(DELETED):
+        exe = exe[: -len(DELETED)]
     name = os.path.basename(exe) if exe else field(entry, "_COMM")
     return name in PASS_THROUGH
 
@@ -746,6 +758,8 @@ def is_python(entry: dict[str, Any], *, strict: bool = False) -> bool:
     import re
 
     exe = field(entry, "_EXE")
+    if exe is not None and exe.endswith(DELETED):  # the interpreter was upgraded on disk while it ran
+        exe = exe[: -len(DELETED)]
     if exe is not None and re.fullmatch(r"python[0-9.]*[a-z]*(?:-dbg)?", os.path.basename(exe)):
         return True
     if strict and exe is not None:
