@@ -482,3 +482,65 @@ def test_an_interpreter_replaced_while_it_ran_is_a_python(tmp_path: Path) -> Non
     entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": "/usr/bin/perl (deleted)"}
     code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
     assert code == 0 and "not by a Python interpreter" in out, out
+
+
+HUGE = 10**400
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"boot_time": HUGE}, {"waited": HUGE}, {"count": HUGE}, {"count": 10**12 + 1}, {"boot_time": 1e300}],
+    ids=["boot_time", "waited", "count", "count-just-over", "float-time"],
+)
+def test_a_number_out_of_range_skips_the_record(tmp_path: Path, fields: dict[str, Any]) -> None:
+    good = {"v": 1, "event": "call", "call": "os.urandom(16)", "unit": "a.service", "site": "os.urandom"}
+    records = [dict(good, event="repeat", **fields) if "count" in fields else dict(good, **fields), good]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")  # big ints, as Python writes
+    code, out, _err = report("--events", str(path), "--no-journal", "--fail-for", "pep522")
+    assert code == 1, out
+    assert "1 record skipped (1 with a" in out and "that is not a finite number in range" in out
+    code, out, _err = report("--events", str(path), "--no-journal", "--json")
+    assert code == 0 and json.loads(out)["sources"]["events"]["skipped"] == 1
+
+
+def test_many_huge_repeat_counts_are_skipped_not_summed(tmp_path: Path) -> None:
+    """Counts of 4,000 digits each, summed, exceed int's 4,300-digit limit for str(): skipped, never summed."""
+    big = int("9" * 4000)
+    base = {"v": 1, "event": "repeat", "call": "os.urandom(16)", "unit": "a.service", "site": "os.urandom"}
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps({**base, "count": big}) + "\n" for _ in range(5)), encoding="utf-8")
+    code, out, err = report("--events", str(path), "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "internal error" not in err, (out, err)
+    assert "5 with a count that is not a finite number in range" in out
+
+
+@pytest.mark.parametrize("where", ["waited", "boot_time", "count"])
+def test_a_journal_line_with_a_huge_number_is_rejected_and_json_stays_json(tmp_path: Path, where: str) -> None:
+    digits = "9" * 400
+    text = FORGED_TEXT
+    if where == "waited":
+        text = FORGED_TEXT.replace("used best-effort bytes without waiting", f"waited {digits}.00 s for strong bytes")
+    elif where == "boot_time":
+        text = FORGED_TEXT.replace("2.00 s after boot", f"{digits}.00 s after boot")
+    else:
+        text = FORGED_TEXT.split(": used")[0] + f": {digits} more like it, not shown one by one."
+    assert _bootlog.parse_line.__name__  # the line reads as the shim's: the number alone is out of range
+    entry = {**GENUINE, "MESSAGE": text}
+    code, out, err = report("--journal-file", str(journal_file(tmp_path, entry)), "--json")
+    assert code == 0, err
+    assert "Infinity" not in out and "NaN" not in out
+    journal = json.loads(out)["sources"]["journal"]
+    assert (journal["records"], journal["rejected"]) == (0, 1)
+    assert "not a finite number in range" in journal["rejected_lines"][0]["reason"]
+
+
+@pytest.mark.parametrize("stamp", ["9" * 401, "9" * 5000, "-5", "1e9", "99999999999999999"])
+def test_a_kernel_entry_with_a_huge_timestamp_is_skipped_and_counted(tmp_path: Path, stamp: str) -> None:
+    entries = [json.loads(line) for line in SAMPLE_JOURNAL.read_text(encoding="utf-8").splitlines()]
+    entries[0] = {**entries[0], "__MONOTONIC_TIMESTAMP": stamp}
+    entries[0].pop("_SOURCE_MONOTONIC_TIMESTAMP", None)
+    code, out, err = report("--journal-file", str(journal_file(tmp_path, *entries)), "--fail-for", "pep522")
+    assert code == 1 and "internal error" not in err, (out, err)
+    assert "1 record skipped (1 with a timestamp that is not a time since boot)" in out
+    assert _bootlog.at(entries[0]) != _bootlog.at(entries[0])  # NaN: no time

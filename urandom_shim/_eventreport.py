@@ -114,6 +114,9 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "waited": (int, float, type(None)),
     "count": (int, type(None)),
 }
+#: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
+_LIMITS = {"boot_time": _bootlog.MAX_SECONDS, "waited": _bootlog.MAX_SECONDS, "count": _bootlog.MAX_COUNT}
+MAX_NUMBER = 2**63
 #: The longest text a field of a record may hold: the shim clips its own to 300 characters.
 MAX_FIELD = 4096
 
@@ -121,7 +124,8 @@ MAX_FIELD = 4096
 def malformed(record: dict[str, Any]) -> str | None:
     """Why ``record`` is not a record this report can read (a short phrase), or None. Every field it uses must have
     its type: text where text is due (at most :data:`MAX_FIELD` characters), a list of texts for ``argv``, a whole
-    number for ``pid`` and ``count`` (not negative), a finite number for the times."""
+    number for ``pid`` and ``count`` (not negative), a finite number for the times; none larger than it can be
+    (a time or wait of at most 10**9 s, a count of at most 10**12)."""
     version = record.get("v")
     if version != _events.VERSION or isinstance(version, bool):
         return f"of another format version than {_events.VERSION}"
@@ -131,12 +135,14 @@ def malformed(record: dict[str, Any]) -> str | None:
         if name not in record:
             continue
         value = record[name]
+        limit = _LIMITS.get(name, MAX_NUMBER)
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             return f"with a {name} of the wrong type"
         if isinstance(value, str) and len(value) > MAX_FIELD:
             return f"with a {name} longer than {MAX_FIELD} characters"
-        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-            return f"with a {name} that is not a finite number"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not -limit <= value <= limit:
+            # NaN and infinities too; and a whole number of hundreds of digits, which no float holds nor sum shows
+            return f"with a {name} that is not a finite number in range"
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             return f"with a negative {name}"
     if record.get("event", "call") not in ("call", "repeat"):
@@ -207,6 +213,9 @@ def gather(
     entries: list[dict[str, Any]] | None = None
     if journal or journal_file is not None:
         entries, problem = _bootlog.read_journal(journal_file)
+        bad = sum(1 for entry in entries if _bootlog.bad_time(entry))
+        if bad:  # a timestamp that is no time since boot: the entry says nothing this report can place
+            entries = [entry for entry in entries if not _bootlog.bad_time(entry)]
         from_journal, rejected = _bootlog.journal_events(entries) if entries else ([], [])
         events.extend(_unseen(from_journal, events))
         sources["journal"] = {
@@ -215,6 +224,8 @@ def gather(
             "records": len(from_journal),
             "rejected": len(rejected),
             "rejected_lines": rejected[:MAX_REJECTED_SHOWN],
+            "skipped": bad,
+            "skipped_why": {BAD_TIMESTAMP: bad} if bad else {},
             "problem": problem,
             "read": problem is None,
             "absent": _bootlog.absent(problem),
@@ -248,6 +259,8 @@ def _since(when: float | None, start: float) -> float | None:
     return None if when is None else round(max(0.0, when - start), 3)
 
 
+#: Why an entry of the journal was skipped.
+BAD_TIMESTAMP = "with a timestamp that is not a time since boot"
 #: The most rejected journal lines ``--json`` lists (all are counted).
 MAX_REJECTED_SHOWN = 20
 #: The kernel line of a simulated run's report: its window was the simulation's.
