@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urandom_shim
-from urandom_shim import _bootlog, _cli, _events, _policies
+from urandom_shim import _bootlog, _cli, _eventreport, _events, _policies
 
 #: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
 PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
@@ -544,3 +544,20 @@ def test_a_kernel_entry_with_a_huge_timestamp_is_skipped_and_counted(tmp_path: P
     assert code == 1 and "internal error" not in err, (out, err)
     assert "1 record skipped (1 with a timestamp that is not a time since boot)" in out
     assert _bootlog.at(entries[0]) != _bootlog.at(entries[0])  # NaN: no time
+
+
+def test_grouping_many_journal_repeats_is_linear() -> None:
+    """20,000 repeat lines from the journal, each of its own call site: one look-up each, not a scan of the others."""
+    events = [
+        {"event": "repeat", "from": "journal", "call": "os.urandom(16)", "caller": f"/x.py:{n}", "unit": "a.service"}
+        for n in range(20_000)
+    ]
+    start = time.monotonic()
+    (program,) = _eventreport.group(events, None)
+    assert time.monotonic() - start < 10, "quadratic: the old scan took 35 s"
+    assert len(program["calls"]) == 20_000 and "sites" not in program
+    # A repeat still joins the first call site it matches, whatever came between.
+    call = {**events[0], "event": "call", "from": "journal", "policy": "pep524", "action": "waited", "count": None}
+    events = [call, *events[1:3], {**events[0], "count": 5}]
+    (program,) = _eventreport.group(events, None)
+    assert [c["count"] for c in program["calls"] if c["caller"] == "/x.py:0"] == [6]

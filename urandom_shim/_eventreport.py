@@ -329,6 +329,7 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
                 "first_call": None,
                 "first_call_after_crng": None,
                 "calls": {},
+                "sites": {},
             },
         )
         pid = event.get("pid")
@@ -344,7 +345,8 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         key = (*where, *(event.get(name) for name in SAID))
         if event.get("event") == "repeat" and event.get("from") == "journal":
             # From the journal a repeat names no policy: it belongs to the first call site it matches.
-            key = next((k for k in entry["calls"] if k[:3] == where), key)
+            key = entry["sites"].get(where, key)
+        entry["sites"].setdefault(where, key)  # the first call site of each (call, caller, site): one look-up each
         call = entry["calls"].setdefault(
             key,
             {
@@ -379,6 +381,7 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
             call["waited"] = waited
     result = []
     for entry in programs.values():
+        del entry["sites"]
         calls = sorted(entry["calls"].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
         entry["calls"] = calls
         entry["simulated"] = all(c["simulated"] for c in calls)
