@@ -356,10 +356,17 @@ def test_a_missing_events_file_fails_the_gate_unless_empty_is_allowed(tmp_path: 
     assert report("--events", missing, "--no-journal")[0] == 0, "without --fail-for it is only a report"
 
 
-def test_an_empty_events_file_is_a_boot_without_events(tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", ["", "\n", "  \n\t\n\n"], ids=["empty", "newline", "blanks"])
+def test_an_empty_events_file_is_read_nothing(tmp_path: Path, content: str) -> None:
+    """The shim creates the file only to write a record to it: an empty one is no clean verdict, as an empty saved
+    journal is not."""
     empty = tmp_path / "events.jsonl"
-    empty.touch()
-    assert report("--events", str(empty), "--no-journal", "--fail-for", "pep522")[0] == 0
+    empty.write_text(content, encoding="utf-8")
+    code, out, err = report("--events", str(empty), "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ, out
+    assert "was not read (empty" in err and "--allow-empty" in err
+    assert "empty (the shim creates it only" in out
+    assert report("--events", str(empty), "--no-journal", "--fail-for", "pep522", "--allow-empty")[0] == 0
 
 
 def test_nothing_at_all_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:

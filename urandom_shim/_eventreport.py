@@ -76,6 +76,10 @@ def read_events_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         result["problem"] = f"cannot be read ({exc.strerror or exc})"
         return result
+    if not data.strip():
+        # The shim creates the file only to write a record to it: an empty one holds nothing, which is no verdict.
+        result.update(problem=EMPTY_EVENTS_FILE, absent=True)
+        return result
     records, not_json = _bootlog.parse_export(data.splitlines())  # JSON lines, as the journal's export is
     skipped: dict[str, int] = {}
     if not_json:
@@ -91,6 +95,8 @@ def read_events_file(path: str) -> dict[str, Any]:
     return result
 
 
+#: The problem of an events file that holds nothing but blanks.
+EMPTY_EVENTS_FILE = "empty (the shim creates it only to write a record to it)"
 #: Why a line of the events file was skipped.
 NOT_A_RECORD = "not a JSON object"
 #: The fields of a record, and the types each may have (None: the field may be null or absent).
