@@ -568,3 +568,52 @@ def test_grouping_many_journal_repeats_is_linear() -> None:
     events = [call, *events[1:3], {**events[0], "count": 5}]
     (program,) = _eventreport.group(events, None)
     assert [c["count"] for c in program["calls"] if c["caller"] == "/x.py:0"] == [6]
+
+
+class _Full(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_report_that_cannot_be_written_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", _Full())
+    monkeypatch.setattr(_cli, "_silence_stdout", lambda: None)
+    assert _cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal"]) == 74
+    assert err.getvalue() == "urandom-shim: cannot write the report: No space left on device; exit status 74.\n"
+    monkeypatch.setattr(sys, "stdout", None)  # `>&-`
+    err.truncate(0)
+    err.seek(0)
+    assert _cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal", "--json"]) == 74
+    assert "cannot write the report: standard output is closed" in err.getvalue()
+    assert "internal error" not in err.getvalue()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_report_to_dev_full_exits_74() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "urandom_shim", "report", "--events", str(SAMPLE_EVENTS), "--no-journal"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=20,
+            env=clean_env({"PYTHONPATH": PACKAGE_HOME}),
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 74, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "urandom-shim: cannot write the report: No space left on device; exit status 74."
+    ]
+
+
+@pytest.mark.parametrize("option", ["--events", "--journal-file"])
+def test_an_empty_path_is_a_usage_error(option: str) -> None:
+    code, _out, err = report(option, "", "--fail-for", "pep522")
+    assert code == 2 and f"{option} '' names no file" in err, err
+
+
+def test_allow_empty_without_fail_for_is_a_usage_error() -> None:
+    code, _out, err = report("--events", str(SAMPLE_EVENTS), "--no-journal", "--allow-empty")
+    assert code == 2 and "--allow-empty only changes what --fail-for decides" in err, err

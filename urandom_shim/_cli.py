@@ -14,6 +14,7 @@ themselves with the command, so after a successful start every exit code and sig
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -31,6 +32,7 @@ EXIT_USAGE = 2
 EXIT_NOTHING_READ = 3  # report --fail-for: an input it was asked to read, or every input, could not be read
 EXIT_NO_SUCH_PROGRAM = 4  # check --for: the name is no script, command, console script or module
 EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_CANNOT_WRITE = 74  # EX_IOERR: report could not write its report (stdout closed, a full disk)
 EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "main"]
 
@@ -148,12 +150,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from . import _eventreport
 
+    for option, given in (("--events", args.events), ("--journal-file", args.journal_file)):
+        if given == "":
+            raise UsageError(_messages.REPORT_EMPTY_PATH.format(option=option))
+    if args.allow_empty and args.fail_for is None:
+        raise UsageError(_messages.REPORT_ALLOW_EMPTY_ALONE)
     path = args.events if args.events is not None else _eventreport.default_events_path()
     report = _eventreport.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
-    if args.json:
-        _render.write_json(report)
-    else:
-        _render.write(_eventreport.lines(report))
+    try:
+        if sys.stdout is None:  # started with stdout closed (`>&-`)
+            raise OSError(errno.EBADF, "standard output is closed")
+        if args.json:
+            _render.write_json(report)
+        else:
+            _render.write(_eventreport.lines(report))
+        sys.stdout.flush()  # a full disk (`> /dev/full`) says so only now
+    except BrokenPipeError:
+        raise  # the reader left: main() says nothing more
+    except (OSError, ValueError) as exc:  # ValueError: a closed file object
+        _silence_stdout()  # the interpreter's own flush at exit must not fail again
+        error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        sys.stderr.write(_messages.REPORT_CANNOT_WRITE.format(error=error))
+        return EXIT_CANNOT_WRITE
     if args.fail_for is None:
         return 0
     if _eventreport.fails(report, args.fail_for):
