@@ -253,7 +253,7 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
     directory = tempfile.mkdtemp(prefix="urandom-shim-report-")
     try:
         settings.setdefault("events", os.path.join(directory, "events.jsonl"))
-        _create(settings["events"])  # a run that makes no call leaves an empty file: read, and clean
+        _create(settings["events"])  # mode 600, never through a symbolic link, whatever writes to it first
         env = _launch.command_environment(settings, simulate=spec)
         env[_config.ENV_GIVEN_AS] = given  # the events file set here is no flag: only the typed ones are named
         executable, code, message = _launch.find_command(args.command[0], env.get("PATH"))
@@ -281,7 +281,8 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
 
 def _create(path: str) -> None:
     """Create the events file ``path`` empty if it does not exist, as the first event would (mode 600, never
-    through a symbolic link), so that a later ``report --fail-for`` reads a run without events as clean."""
+    through a symbolic link). A run without events leaves it empty, which ``report --fail-for`` reads as nothing
+    (exit 3) unless ``--allow-empty``: an empty file can't say whether it was emptied."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
         os.close(os.open(path, flags, 0o600))
