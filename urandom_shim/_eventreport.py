@@ -219,9 +219,9 @@ def gather(
     entries: list[dict[str, Any]] | None = None
     if journal or journal_file is not None:
         entries, problem = _bootlog.read_journal(journal_file)
-        bad = sum(1 for entry in entries if _bootlog.bad_time(entry))
-        if bad:  # a timestamp that is no time since boot: the entry says nothing this report can place
-            entries = [entry for entry in entries if not _bootlog.bad_time(entry)]
+        # A timestamp that is no time since boot: the entry is kept (a line of the shim still counts, as a finding
+        # can only be added), without a time, and counted.
+        untimed = sum(1 for entry in entries if _bootlog.bad_time(entry))
         from_journal, rejected = _bootlog.journal_events(entries) if entries else ([], [])
         events.extend(_unseen(from_journal, events))
         sources["journal"] = {
@@ -230,8 +230,7 @@ def gather(
             "records": len(from_journal),
             "rejected": len(rejected),
             "rejected_lines": rejected[:MAX_REJECTED_SHOWN],
-            "skipped": bad,
-            "skipped_why": {BAD_TIMESTAMP: bad} if bad else {},
+            "untimed": untimed,
             "problem": problem,
             "read": problem is None,
             "absent": _bootlog.absent(problem),
@@ -265,8 +264,8 @@ def _since(when: float | None, start: float) -> float | None:
     return None if when is None else round(max(0.0, when - start), 3)
 
 
-#: Why an entry of the journal was skipped.
-BAD_TIMESTAMP = "with a timestamp that is not a time since boot"
+#: What the report says of the journal's entries whose timestamp is no time since boot.
+UNTIMED = "with a timestamp that is not a time since boot (read without a time)"
 #: The most rejected journal lines ``--json`` lists (all are counted).
 MAX_REJECTED_SHOWN = 20
 #: The kernel line of a simulated run's report: its window was the simulation's.
@@ -516,6 +515,9 @@ def lines(report: dict[str, Any]) -> list[str]:
                 if why
                 else (f", {_plural(source['skipped'], 'line')} skipped")
             )
+        if source.get("untimed"):
+            untimed = source["untimed"]
+            found += f", {untimed} {'entry' if untimed == 1 else 'entries'} {UNTIMED}"
         if source.get("rejected"):
             found += f", {_plural(source['rejected'], 'line')} rejected (below)"
         out.append(f"  {name:<15} {where}: {shown(source['problem']) if source['problem'] else found}")
