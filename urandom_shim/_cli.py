@@ -551,8 +551,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub.add_argument(
         "--allow-empty",
         action="store_true",
-        help="with --fail-for: an events file that does not exist, or no journal, counts as a boot without events "
-        "(without it, exit 3)",
+        help="with --fail-for: an events file that does not exist or is empty, or no journal, counts as a boot "
+        "without events (without it, exit 3)",
     )
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     subs["report"] = sub
