@@ -174,14 +174,18 @@ def test_a_simulated_runs_report_tells_one_story_of_time() -> None:
     assert "crng init done  not part of this report: the window was simulated (--unready-forever)" in report
 
 
-def test_a_simulated_run_without_a_call_gives_a_clean_gate_not_a_missing_file(tmp_path: Path) -> None:
+def test_a_simulated_run_without_a_call_leaves_an_empty_file_that_only_allow_empty_passes(tmp_path: Path) -> None:
+    """An empty events file can't say whether it was emptied: --fail-for reads it as nothing (exit 3), and a gate
+    where a run without a call is expected says so with --allow-empty."""
     events = tmp_path / "events.jsonl"
     done = shim_process(
         "simulate", "--report-only", "--policy", "pep522", "--events", str(events), "--", sys.executable, "-c", "pass"
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     assert events.exists() and events.read_text() == ""
-    assert shim_process("report", "--events", str(events), "--no-journal", "--fail-for", "pep522").returncode == 0
+    gate = ("report", "--events", str(events), "--no-journal", "--fail-for", "pep522")
+    assert shim_process(*gate).returncode == 3
+    assert shim_process(*gate, "--allow-empty").returncode == 0
 
 
 # -- the pages and the packaging ---------------------------------------------------------------------------------

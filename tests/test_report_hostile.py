@@ -28,7 +28,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urandom_shim
-from urandom_shim import _bootlog, _cli, _events, _policies
+from urandom_shim import _bootlog, _cli, _eventreport, _events, _policies
 
 #: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
 PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
@@ -129,13 +129,13 @@ def test_a_genuine_line_fails_the_gate(tmp_path: Path) -> None:
         ({"_TRANSPORT": "syslog"}, "it reached the journal by syslog"),
         ({"_TRANSPORT": "kernel"}, "it reached the journal by kernel"),
         ({"_TRANSPORT": None}, "it reached the journal by an unknown transport"),
-        ({"_EXE": "/usr/bin/logger"}, "it was written by /usr/bin/logger, not by a Python interpreter"),
-        ({"_EXE": "/home/mallory/bin/cat"}, "it was written by /home/mallory/bin/cat"),
-        ({"_EXE": None, "_COMM": "systemd-cat"}, "it was written by systemd-cat"),
+        ({"_EXE": "/usr/bin/perl"}, "it was written by /usr/bin/perl, not by a Python interpreter"),
+        ({"_EXE": "/home/mallory/bin/python3-evil"}, "it was written by /home/mallory/bin/python3-evil"),
+        ({"_EXE": None, "_COMM": "bash"}, "it was written by bash"),
         ({"_SYSTEMD_UNIT": "session-3.scope", "_UID": "1000"}, "a user's login session or service manager"),
         ({"_SYSTEMD_UNIT": "user@1000.service", "_SYSTEMD_USER_UNIT": "x.service"}, "service manager"),
     ],
-    ids=["syslog", "kernel", "no-transport", "logger", "cat", "comm-only", "login-session", "user-manager"],
+    ids=["syslog", "kernel", "no-transport", "perl", "not-python", "comm-only", "login-session", "user-manager"],
 )
 def test_each_trusted_field_wrong_in_turn_rejects_the_line(
     tmp_path: Path, wrong: dict[str, str | None], reason: str
@@ -149,7 +149,7 @@ def test_each_trusted_field_wrong_in_turn_rejects_the_line(
 
 def test_a_renamed_process_is_not_a_python_while_the_kernel_names_its_executable(tmp_path: Path) -> None:
     """``_COMM`` is what a process calls itself (prctl); ``_EXE`` is what the kernel says it runs."""
-    entry = {"MESSAGE": FORGED_TEXT, **GENUINE, "_EXE": "/usr/bin/logger", "_COMM": "python3"}
+    entry = {"MESSAGE": FORGED_TEXT, **GENUINE, "_EXE": "/usr/bin/perl", "_COMM": "python3"}
     code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
     assert code == 0 and "not by a Python interpreter" in out, out
 
@@ -356,10 +356,17 @@ def test_a_missing_events_file_fails_the_gate_unless_empty_is_allowed(tmp_path: 
     assert report("--events", missing, "--no-journal")[0] == 0, "without --fail-for it is only a report"
 
 
-def test_an_empty_events_file_is_a_boot_without_events(tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", ["", "\n", "  \n\t\n\n"], ids=["empty", "newline", "blanks"])
+def test_an_empty_events_file_is_read_nothing(tmp_path: Path, content: str) -> None:
+    """The shim creates the file only to write a record to it: an empty one is no clean verdict, as an empty saved
+    journal is not."""
     empty = tmp_path / "events.jsonl"
-    empty.touch()
-    assert report("--events", str(empty), "--no-journal", "--fail-for", "pep522")[0] == 0
+    empty.write_text(content, encoding="utf-8")
+    code, out, err = report("--events", str(empty), "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ, out
+    assert "was not read (empty" in err and "--allow-empty" in err
+    assert "empty (the shim creates it only" in out
+    assert report("--events", str(empty), "--no-journal", "--fail-for", "pep522", "--allow-empty")[0] == 0
 
 
 def test_nothing_at_all_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -436,3 +443,181 @@ def test_adding_any_record_never_makes_a_failing_gate_pass(
     after = records_file(work, *SAMPLE[:where], line, *SAMPLE[where:], name="after.jsonl")
     code, out, err = report("--events", str(after), "--no-journal", "--fail-for", policy)
     assert code == 1, f"{line}\n{out}\n{err}"
+
+
+# -- the second hostile review (issue 28): real lines, huge numbers, empty files, write errors ----------------------
+
+
+def cloud_init_through(tmp_path: Path, **trusted: str) -> Path:
+    """The Debian 12 cloud-init journal with the shim's lines given these trusted fields."""
+    entries = [json.loads(line) for line in SAMPLE_JOURNAL.read_text(encoding="utf-8").splitlines()]
+    for entry in entries:
+        if "urandom-shim:" in str(entry.get("MESSAGE")):
+            entry.update(trusted)
+    return journal_file(tmp_path, *entries)
+
+
+def test_a_real_line_through_tee_in_a_system_unit_fails_the_gate(tmp_path: Path) -> None:
+    """Debian's cloud-init: its output goes through `tee`, so the journal names tee, not the Python behind it."""
+    path = cloud_init_through(tmp_path, _EXE="/usr/bin/tee", _COMM="tee", _SYSTEMD_UNIT="cloud-init-local.service")
+    code, out, _err = report("--journal-file", str(path), "--fail-for", "pep522")
+    assert code == 1, out
+    assert "cloud-init-local.service: first call" in out and "rejected" not in out
+
+
+@pytest.mark.parametrize("exe", ["/usr/bin/cat", "/usr/bin/systemd-cat", "/usr/bin/logger"])
+def test_a_pass_through_writer_in_a_system_unit_counts(tmp_path: Path, exe: str) -> None:
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": exe, "_COMM": os.path.basename(exe)}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 1 and "sshd-keygen.service: first call" in out, out
+
+
+@pytest.mark.parametrize(
+    "unit", [{"_SYSTEMD_UNIT": "session-3.scope"}, {"_SYSTEMD_UNIT": "user@1000.service", "_SYSTEMD_USER_UNIT": "x"}]
+)
+def test_a_pass_through_writer_in_a_login_session_is_still_rejected(tmp_path: Path, unit: dict[str, str]) -> None:
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": "/usr/bin/tee", "_COMM": "tee", "_UID": "1000", **unit}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 0 and "1 line rejected" in out and "login session" in out, out
+
+
+def test_an_interpreter_replaced_while_it_ran_is_a_python(tmp_path: Path) -> None:
+    """An upgrade replaced python3.11 on disk while cloud-init ran: the kernel's _EXE ends in " (deleted)"."""
+    path = cloud_init_through(tmp_path, _EXE="/usr/bin/python3.11 (deleted)")
+    code, out, _err = report("--journal-file", str(path), "--fail-for", "pep522")
+    assert code == 1 and "rejected" not in out, out
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "_EXE": "/usr/bin/perl (deleted)"}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 0 and "not by a Python interpreter" in out, out
+
+
+HUGE = 10**400
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [{"boot_time": HUGE}, {"waited": HUGE}, {"count": HUGE}, {"count": 10**12 + 1}, {"boot_time": 1e300}],
+    ids=["boot_time", "waited", "count", "count-just-over", "float-time"],
+)
+def test_a_number_out_of_range_skips_the_record(tmp_path: Path, fields: dict[str, Any]) -> None:
+    good = {"v": 1, "event": "call", "call": "os.urandom(16)", "unit": "a.service", "site": "os.urandom"}
+    records = [dict(good, event="repeat", **fields) if "count" in fields else dict(good, **fields), good]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")  # big ints, as Python writes
+    code, out, _err = report("--events", str(path), "--no-journal", "--fail-for", "pep522")
+    assert code == 1, out
+    assert "1 record skipped (1 with a" in out and "that is not a finite number in range" in out
+    code, out, _err = report("--events", str(path), "--no-journal", "--json")
+    assert code == 0 and json.loads(out)["sources"]["events"]["skipped"] == 1
+
+
+def test_many_huge_repeat_counts_are_skipped_not_summed(tmp_path: Path) -> None:
+    """Counts of 4,000 digits each, summed, exceed int's 4,300-digit limit for str(): skipped, never summed."""
+    big = int("9" * 4000)
+    base = {"v": 1, "event": "repeat", "call": "os.urandom(16)", "unit": "a.service", "site": "os.urandom"}
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(json.dumps({**base, "count": big}) + "\n" for _ in range(5)), encoding="utf-8")
+    code, out, err = report("--events", str(path), "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "internal error" not in err, (out, err)
+    assert "5 with a count that is not a finite number in range" in out
+
+
+@pytest.mark.parametrize("where", ["waited", "boot_time", "count"])
+def test_a_journal_line_with_a_huge_number_is_rejected_and_json_stays_json(tmp_path: Path, where: str) -> None:
+    digits = "9" * 400
+    text = FORGED_TEXT
+    if where == "waited":
+        text = FORGED_TEXT.replace("used best-effort bytes without waiting", f"waited {digits}.00 s for strong bytes")
+    elif where == "boot_time":
+        text = FORGED_TEXT.replace("2.00 s after boot", f"{digits}.00 s after boot")
+    else:
+        text = FORGED_TEXT.split(": used")[0] + f": {digits} more like it, not shown one by one."
+    assert _bootlog.parse_line.__name__  # the line reads as the shim's: the number alone is out of range
+    entry = {**GENUINE, "MESSAGE": text}
+    code, out, err = report("--journal-file", str(journal_file(tmp_path, entry)), "--json")
+    assert code == 0, err
+    assert "Infinity" not in out and "NaN" not in out
+    journal = json.loads(out)["sources"]["journal"]
+    assert (journal["records"], journal["rejected"]) == (0, 1)
+    assert "not a finite number in range" in journal["rejected_lines"][0]["reason"]
+
+
+@pytest.mark.parametrize("stamp", ["9" * 401, "9" * 5000, "-5", "1e9", "99999999999999999"])
+def test_an_entry_with_a_huge_timestamp_is_counted_and_read_without_a_time(tmp_path: Path, stamp: str) -> None:
+    entries = [json.loads(line) for line in SAMPLE_JOURNAL.read_text(encoding="utf-8").splitlines()]
+    entries[0] = {**entries[0], "__MONOTONIC_TIMESTAMP": stamp}
+    entries[0].pop("_SOURCE_MONOTONIC_TIMESTAMP", None)
+    code, out, err = report("--journal-file", str(journal_file(tmp_path, *entries)), "--fail-for", "pep522")
+    assert code == 1 and "internal error" not in err, (out, err)
+    assert "1 entry with a timestamp that is not a time since boot (read without a time)" in out
+    assert _bootlog.at(entries[0]) != _bootlog.at(entries[0])  # NaN: no time
+    # A line of the shim with such a timestamp still counts: a finding is never taken away.
+    entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "__MONOTONIC_TIMESTAMP": stamp}
+    code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
+    assert code == 1 and "sshd-keygen.service" in out and "2 entries" not in out, out
+
+
+def test_grouping_many_journal_repeats_is_linear() -> None:
+    """20,000 repeat lines from the journal, each of its own call site: one look-up each, not a scan of the others."""
+    events = [
+        {"event": "repeat", "from": "journal", "call": "os.urandom(16)", "caller": f"/x.py:{n}", "unit": "a.service"}
+        for n in range(20_000)
+    ]
+    start = time.monotonic()
+    (program,) = _eventreport.group(events, None)
+    assert time.monotonic() - start < 10, "quadratic: the old scan took 35 s"
+    assert len(program["calls"]) == 20_000 and "sites" not in program
+    # A repeat still joins the first call site it matches, whatever came between.
+    call = {**events[0], "event": "call", "from": "journal", "policy": "pep524", "action": "waited", "count": None}
+    events = [call, *events[1:3], {**events[0], "count": 5}]
+    (program,) = _eventreport.group(events, None)
+    assert [c["count"] for c in program["calls"] if c["caller"] == "/x.py:0"] == [6]
+
+
+class _Full(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(28, "No space left on device")
+
+
+def test_a_report_that_cannot_be_written_says_so_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    monkeypatch.setattr(sys, "stdout", _Full())
+    monkeypatch.setattr(_cli, "_silence_stdout", lambda: None)
+    assert _cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal"]) == 74
+    assert err.getvalue() == "urandom-shim: cannot write the report: No space left on device; exit status 74.\n"
+    monkeypatch.setattr(sys, "stdout", None)  # `>&-`
+    err.truncate(0)
+    err.seek(0)
+    assert _cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal", "--json"]) == 74
+    assert "cannot write the report: standard output is closed" in err.getvalue()
+    assert "internal error" not in err.getvalue()
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="no /dev/full")
+def test_a_report_to_dev_full_exits_74() -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "urandom_shim", "report", "--events", str(SAMPLE_EVENTS), "--no-journal"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=20,
+            env=clean_env({"PYTHONPATH": PACKAGE_HOME}),
+            stdin=subprocess.DEVNULL,
+        )
+    assert done.returncode == 74, done.stderr
+    assert done.stderr.strip().splitlines() == [
+        "urandom-shim: cannot write the report: No space left on device; exit status 74."
+    ]
+
+
+@pytest.mark.parametrize("option", ["--events", "--journal-file"])
+def test_an_empty_path_is_a_usage_error(option: str) -> None:
+    code, _out, err = report(option, "", "--fail-for", "pep522")
+    assert code == 2 and f"{option} '' names no file" in err, err
+
+
+def test_allow_empty_without_fail_for_is_a_usage_error() -> None:
+    code, _out, err = report("--events", str(SAMPLE_EVENTS), "--no-journal", "--allow-empty")
+    assert code == 2 and "--allow-empty only changes what --fail-for decides" in err, err

@@ -265,11 +265,30 @@ def at(entry: dict[str, Any]) -> float:
     for name in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
         value = field(entry, name)
         if value is not None:
-            try:
-                return int(value) / 1e6
-            except ValueError:
+            # At most 10**9 s (:data:`MAX_SECONDS`) in microseconds: a longer one is not a time since boot (and one
+            # of thousands of digits is no number int() or float() reads).
+            if len(value) > 16 or not value.isdigit() or not value.isascii() or int(value) > MAX_SECONDS * 10**6:
                 continue
+            return int(value) / 1e6
     return float("nan")
+
+
+#: The largest time since boot, and the longest wait, that a record or a line may say: about 31 years.
+MAX_SECONDS = 10**9
+#: The largest repeat count a record or a line may say.
+MAX_COUNT = 10**12
+
+
+def bad_time(entry: dict[str, Any]) -> bool:
+    """Whether the entry has a timestamp that is no time since boot (not digits, or out of range): such an entry is
+    skipped and counted."""
+    for name in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
+        value = field(entry, name)
+        if value is not None and (
+            len(value) > 16 or not value.isdigit() or not value.isascii() or int(value) > MAX_SECONDS * 10**6
+        ):
+            return True
+    return False
 
 
 # -- when the CRNG was ready -----------------------------------------------------------------------------------------
@@ -486,10 +505,10 @@ def parse_line(text: str) -> dict[str, Any] | None:
         "call": match["call"],
         "caller": match["caller"],
         "simulated": bool(match["simulated"]),
-        "boot_time": float(match["boot_time"]),
+        "boot_time": _bounded(match["boot_time"], MAX_SECONDS),
     }
     if mode is None:
-        event["count"] = int(match["count"])
+        event["count"] = int(_bounded(match["count"], MAX_COUNT))
         return event
     done = _first(patterns["done"], match["done"])
     if done is None:
@@ -503,12 +522,26 @@ def parse_line(text: str) -> dict[str, Any] | None:
     event.update(
         mode=mode,
         action=action,
-        waited=0.0 if waited is None else float(waited),
+        waited=0.0 if waited is None else _bounded(waited, MAX_SECONDS),
         policy=match["policy"],
         policy_source=match["source"],
         would=would,
     )
     return event
+
+
+class OutOfRange(ValueError):
+    """A line of the shim's whose number (a time, a wait, a count) is no finite number in range."""
+
+
+def _bounded(text: str, limit: int) -> float:
+    """The number ``text``, at most ``limit``; raises :class:`OutOfRange` if it is larger, or not finite."""
+    if len(text.split(".")[0].lstrip("-0")) > len(str(limit)):  # before float(): thousands of digits are no number
+        raise OutOfRange(text)
+    number = float(text)
+    if not abs(number) <= limit:  # a negative time or wait is clamped to 0 where it is used
+        raise OutOfRange(text)
+    return number
 
 
 def _first(patterns: list[tuple[Any, Any]], text: str) -> tuple[Any, Any] | None:
@@ -533,17 +566,23 @@ REJECTED_TRANSPORT = "it reached the journal by {transport}, not as a program's 
 REJECTED_NOT_PYTHON = "it was written by {exe}, not by a Python interpreter"
 REJECTED_LOGIN_SESSION = "it was written in a user's login session or service manager ({unit}), not by a system unit"
 REJECTED_TOO_LONG = "it is longer than any line of the shim"
+REJECTED_OUT_OF_RANGE = "it says a time, wait or count that is not a finite number in range"
 
 
 def rejection(entry: dict[str, Any]) -> str | None:
     """Why an entry whose message reads as one of the shim's events is not one, from journald's trusted fields; None
     if they show what the shim's line would: a Python interpreter's own output (``_TRANSPORT`` stdout or journal,
-    ``_EXE``, else ``_COMM``, a python) in a system unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's
-    service manager: every process a user without root starts runs in one of those)."""
+    ``_EXE``, else ``_COMM``, a python, also one replaced on disk while it ran: ``python3.11 (deleted)``) in a system
+    unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's service manager: every process a user without
+    root starts runs in one of those).
+
+    A line passed on by :data:`PASS_THROUGH` (``tee``, ``cat``...) in a system unit is believed too: cloud-init's
+    output goes through ``tee`` on Debian, so the journal can't show the Python behind it. Only root can run a
+    system unit, and a line can only add a finding, so believing it can fail a gate but never pass one."""
     transport = field(entry, "_TRANSPORT")
     if transport not in SHIM_TRANSPORTS:
         return REJECTED_TRANSPORT.format(transport=transport or "an unknown transport")
-    if not is_python(entry, strict=True):
+    if not is_python(entry, strict=True) and not is_pass_through(entry):
         return REJECTED_NOT_PYTHON.format(exe=field(entry, "_EXE") or field(entry, "_COMM") or "an unknown program")
     unit = field(entry, "_SYSTEMD_UNIT") or ""
     if (
@@ -575,11 +614,15 @@ def journal_events(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
         text = message(entry)
         if not text.startswith(_messages.PREFIX):
             continue
-        parsed = parse_line(text) if len(text) <= MAX_EVENT_LINE else None
+        why: str | None = None
+        try:
+            parsed = parse_line(text) if len(text) <= MAX_EVENT_LINE else None
+        except OutOfRange:
+            parsed, why = None, REJECTED_OUT_OF_RANGE
         if parsed is None:
-            if len(text) <= MAX_EVENT_LINE:
+            if why is None and len(text) <= MAX_EVENT_LINE:
                 continue  # one of the shim's other lines (a configuration problem), or not the shim's at all
-            why: str | None = REJECTED_TOO_LONG
+            why = why or REJECTED_TOO_LONG
         else:
             why = rejection(entry)
         logged = at(entry)
@@ -714,8 +757,15 @@ def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[
 PASS_THROUGH = ("tee", "logger", "systemd-cat", "cat")
 
 
+#: What the kernel adds to a process's executable (``_EXE``) when the file was replaced or removed while it ran.
+DELETED = " (deleted)"
+
+
 def is_pass_through(entry: dict[str, Any]) -> bool:
+    """Whether one of :data:`PASS_THROUGH` wrote the entry (``_EXE``, else ``_COMM``)."""
     exe = field(entry, "_EXE")
+    if exe is not None and exe.endswith(DELETED):
+        exe = exe[: -len(DELETED)]
     name = os.path.basename(exe) if exe else field(entry, "_COMM")
     return name in PASS_THROUGH
 
@@ -746,6 +796,8 @@ def is_python(entry: dict[str, Any], *, strict: bool = False) -> bool:
     import re
 
     exe = field(entry, "_EXE")
+    if exe is not None and exe.endswith(DELETED):  # the interpreter was upgraded on disk while it ran
+        exe = exe[: -len(DELETED)]
     if exe is not None and re.fullmatch(r"python[0-9.]*[a-z]*(?:-dbg)?", os.path.basename(exe)):
         return True
     if strict and exe is not None:

@@ -14,6 +14,7 @@ themselves with the command, so after a successful start every exit code and sig
 from __future__ import annotations
 
 import argparse
+import errno
 import os
 import sys
 
@@ -31,6 +32,7 @@ EXIT_USAGE = 2
 EXIT_NOTHING_READ = 3  # report --fail-for: an input it was asked to read, or every input, could not be read
 EXIT_NO_SUCH_PROGRAM = 4  # check --for: the name is no script, command, console script or module
 EXIT_INTERNAL = 70  # EX_SOFTWARE
+EXIT_CANNOT_WRITE = 74  # EX_IOERR: report could not write its report (stdout closed, a full disk)
 EXIT_INTERRUPTED = 130
 __all__ = ["EXIT_NOT_EXECUTABLE", "EXIT_NOT_FOUND", "main"]
 
@@ -148,12 +150,28 @@ def cmd_run(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from . import _eventreport
 
+    for option, given in (("--events", args.events), ("--journal-file", args.journal_file)):
+        if given == "":
+            raise UsageError(_messages.REPORT_EMPTY_PATH.format(option=option))
+    if args.allow_empty and args.fail_for is None:
+        raise UsageError(_messages.REPORT_ALLOW_EMPTY_ALONE)
     path = args.events if args.events is not None else _eventreport.default_events_path()
     report = _eventreport.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
-    if args.json:
-        _render.write_json(report)
-    else:
-        _render.write(_eventreport.lines(report))
+    try:
+        if sys.stdout is None:  # started with stdout closed (`>&-`)
+            raise OSError(errno.EBADF, "standard output is closed")
+        if args.json:
+            _render.write_json(report)
+        else:
+            _render.write(_eventreport.lines(report))
+        sys.stdout.flush()  # a full disk (`> /dev/full`) says so only now
+    except BrokenPipeError:
+        raise  # the reader left: main() says nothing more
+    except (OSError, ValueError) as exc:  # ValueError: a closed file object
+        _silence_stdout()  # the interpreter's own flush at exit must not fail again
+        error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        sys.stderr.write(_messages.REPORT_CANNOT_WRITE.format(error=error))
+        return EXIT_CANNOT_WRITE
     if args.fail_for is None:
         return 0
     if _eventreport.fails(report, args.fail_for):
@@ -235,7 +253,7 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
     directory = tempfile.mkdtemp(prefix="urandom-shim-report-")
     try:
         settings.setdefault("events", os.path.join(directory, "events.jsonl"))
-        _create(settings["events"])  # a run that makes no call leaves an empty file: read, and clean
+        _create(settings["events"])  # mode 600, never through a symbolic link, whatever writes to it first
         env = _launch.command_environment(settings, simulate=spec)
         env[_config.ENV_GIVEN_AS] = given  # the events file set here is no flag: only the typed ones are named
         executable, code, message = _launch.find_command(args.command[0], env.get("PATH"))
@@ -263,7 +281,8 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
 
 def _create(path: str) -> None:
     """Create the events file ``path`` empty if it does not exist, as the first event would (mode 600, never
-    through a symbolic link), so that a later ``report --fail-for`` reads a run without events as clean."""
+    through a symbolic link). A run without events leaves it empty, which ``report --fail-for`` reads as nothing
+    (exit 3) unless ``--allow-empty``: an empty file can't say whether it was emptied."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
         os.close(os.open(path, flags, 0o600))
@@ -532,8 +551,8 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub.add_argument(
         "--allow-empty",
         action="store_true",
-        help="with --fail-for: an events file that does not exist, or no journal, counts as a boot without events "
-        "(without it, exit 3)",
+        help="with --fail-for: an events file that does not exist or is empty, or no journal, counts as a boot "
+        "without events (without it, exit 3)",
     )
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     subs["report"] = sub

@@ -78,6 +78,10 @@ def read_events_file(path: str) -> dict[str, Any]:
     except OSError as exc:
         result["problem"] = f"cannot be read ({exc.strerror or exc})"
         return result
+    if not data.strip():
+        # The shim creates the file only to write a record to it: an empty one holds nothing, which is no verdict.
+        result.update(problem=EMPTY_EVENTS_FILE, absent=True)
+        return result
     records, not_json = _bootlog.parse_export(data.splitlines())  # JSON lines, as the journal's export is
     skipped: dict[str, int] = {}
     if not_json:
@@ -93,6 +97,8 @@ def read_events_file(path: str) -> dict[str, Any]:
     return result
 
 
+#: The problem of an events file that holds nothing but blanks.
+EMPTY_EVENTS_FILE = "empty (the shim creates it only to write a record to it)"
 #: Why a line of the events file was skipped.
 NOT_A_RECORD = "not a JSON object"
 #: The fields of a record, and the types each may have (None: the field may be null or absent).
@@ -116,6 +122,9 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "waited": (int, float, type(None)),
     "count": (int, type(None)),
 }
+#: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
+_LIMITS = {"boot_time": _bootlog.MAX_SECONDS, "waited": _bootlog.MAX_SECONDS, "count": _bootlog.MAX_COUNT}
+MAX_NUMBER = 2**63
 #: The longest text a field of a record may hold: the shim clips its own to 300 characters.
 MAX_FIELD = 4096
 
@@ -123,7 +132,8 @@ MAX_FIELD = 4096
 def malformed(record: dict[str, Any]) -> str | None:
     """Why ``record`` is not a record this report can read (a short phrase), or None. Every field it uses must have
     its type: text where text is due (at most :data:`MAX_FIELD` characters), a list of texts for ``argv``, a whole
-    number for ``pid`` and ``count`` (not negative), a finite number for the times."""
+    number for ``pid`` and ``count`` (not negative), a finite number for the times; none larger than it can be
+    (a time or wait of at most 10**9 s, a count of at most 10**12)."""
     version = record.get("v")
     if version != _events.VERSION or isinstance(version, bool):
         return f"of another format version than {_events.VERSION}"
@@ -133,12 +143,14 @@ def malformed(record: dict[str, Any]) -> str | None:
         if name not in record:
             continue
         value = record[name]
+        limit = _LIMITS.get(name, MAX_NUMBER)
         if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
             return f"with a {name} of the wrong type"
         if isinstance(value, str) and len(value) > MAX_FIELD:
             return f"with a {name} longer than {MAX_FIELD} characters"
-        if isinstance(value, float) and (value != value or value in (float("inf"), float("-inf"))):
-            return f"with a {name} that is not a finite number"
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and not -limit <= value <= limit:
+            # NaN and infinities too; and a whole number of hundreds of digits, which no float holds nor sum shows
+            return f"with a {name} that is not a finite number in range"
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
             return f"with a negative {name}"
     if record.get("event", "call") not in ("call", "repeat"):
@@ -209,6 +221,9 @@ def gather(
     entries: list[dict[str, Any]] | None = None
     if journal or journal_file is not None:
         entries, problem = _bootlog.read_journal(journal_file)
+        # A timestamp that is no time since boot: the entry is kept (a line of the shim still counts, as a finding
+        # can only be added), without a time, and counted.
+        untimed = sum(1 for entry in entries if _bootlog.bad_time(entry))
         from_journal, rejected = _bootlog.journal_events(entries) if entries else ([], [])
         events.extend(_unseen(from_journal, events))
         sources["journal"] = {
@@ -217,6 +232,7 @@ def gather(
             "records": len(from_journal),
             "rejected": len(rejected),
             "rejected_lines": rejected[:MAX_REJECTED_SHOWN],
+            "untimed": untimed,
             "problem": problem,
             "read": problem is None,
             "absent": _bootlog.absent(problem),
@@ -250,6 +266,8 @@ def _since(when: float | None, start: float) -> float | None:
     return None if when is None else round(max(0.0, when - start), 3)
 
 
+#: What the report says of the journal's entries whose timestamp is no time since boot.
+UNTIMED = "with a timestamp that is not a time since boot (read without a time)"
 #: The most rejected journal lines ``--json`` lists (all are counted).
 MAX_REJECTED_SHOWN = 20
 #: The kernel line of a simulated run's report: its window was the simulation's.
@@ -318,6 +336,7 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
                 "first_call": None,
                 "first_call_after_crng": None,
                 "calls": {},
+                "sites": {},
             },
         )
         pid = event.get("pid")
@@ -333,7 +352,8 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         key = (*where, *(event.get(name) for name in SAID))
         if event.get("event") == "repeat" and event.get("from") == "journal":
             # From the journal a repeat names no policy: it belongs to the first call site it matches.
-            key = next((k for k in entry["calls"] if k[:3] == where), key)
+            key = entry["sites"].get(where, key)
+        entry["sites"].setdefault(where, key)  # the first call site of each (call, caller, site): one look-up each
         call = entry["calls"].setdefault(
             key,
             {
@@ -368,6 +388,7 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
             call["waited"] = waited
     result = []
     for entry in programs.values():
+        del entry["sites"]
         calls = sorted(entry["calls"].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
         entry["calls"] = calls
         entry["simulated"] = all(c["simulated"] for c in calls)
@@ -496,6 +517,9 @@ def lines(report: dict[str, Any]) -> list[str]:
                 if why
                 else (f", {_plural(source['skipped'], 'line')} skipped")
             )
+        if source.get("untimed"):
+            untimed = source["untimed"]
+            found += f", {untimed} {'entry' if untimed == 1 else 'entries'} {UNTIMED}"
         if source.get("rejected"):
             found += f", {_plural(source['rejected'], 'line')} rejected (below)"
         out.append(f"  {name:<15} {where}: {shown(source['problem']) if source['problem'] else found}")

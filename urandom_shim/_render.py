@@ -67,7 +67,7 @@ def write(lines: list[str]) -> None:
 def write_json(data: object) -> None:
     import json
 
-    sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    sys.stdout.write(json.dumps(data, indent=2, allow_nan=False) + "\n")
 
 
 ACTIVATED_BY = {
