@@ -80,6 +80,7 @@ def test_where_import_lines_are_ignored_the_start_file_starts_the_shim(own_venv:
     assert result.stdout.split()[:2] == ["start", "True"]  # site imports pkgutil to resolve it: the price, there
     status = own_venv.run("-m", "urandom_shim", "status")
     assert "started by urandom_shim_pep829.start (PEP 829), at start-up" in status.stdout, status.stdout
+    assert "urandom_shim_pep829.start" in status.stdout.split("installed", 1)[1].splitlines()[0], status.stdout
     # Started, it works: pep522 in a simulated window raises.
     code = "import os\ntry:\n    os.urandom(8)\nexcept BlockingIOError:\n    print('raised')\n"
     env = {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": "unready-forever"}

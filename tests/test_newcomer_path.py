@@ -80,6 +80,9 @@ def test_check_for_a_name_that_is_nothing_is_a_problem_with_its_own_exit_status(
     assert "Check the spelling, and that the app is installed in this environment." in err
     code, _out, err = cli("check", "--module", "tokensvcx")
     assert code == EXIT_NO_SUCH_PROGRAM and "-m tokensvcx: there is no module of that name" in err
+    # A console script's name has hyphens, so it is no module name; missing, it is the same problem (install.md's).
+    code, out, err = cli("check", "--for", "mypkg-cli")
+    assert code == EXIT_NO_SUCH_PROGRAM and out == "" and "--for 'mypkg-cli': there is no such script" in err, err
 
 
 def test_check_for_a_module_of_the_standard_library_or_here_still_resolves(
@@ -172,6 +175,20 @@ def test_a_simulated_runs_report_tells_one_story_of_time() -> None:
     assert re.search(r"first call \d+\.\d\d s into the simulated run", report), report
     assert "s after boot" not in report, "the host's boot has nothing to do with a simulated window"
     assert "crng init done  not part of this report: the window was simulated (--unready-forever)" in report
+
+
+def test_the_report_of_a_simulated_runs_events_file_leaves_the_real_kernel_out(tmp_path: Path) -> None:
+    """The strict-rollout page's CI dry run: simulate writes the events file, report reads it later on its own."""
+    events = tmp_path / "events.jsonl"
+    done = shim_process(
+        "simulate", "--unready-forever", "--report-only", "--policy", "pep522", "--events", str(events), "--",
+        sys.executable, "-c", "import os; os.urandom(1)",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    code, out, _err = cli("report", "--events", str(events), "--no-journal", "--fail-for", "pep522")
+    assert code == 1, out
+    assert "crng init done  not part of this report: the window was simulated" in out, out
+    assert "(from /dev/kmsg)" not in out
 
 
 def test_a_simulated_run_without_a_call_leaves_an_empty_file_that_only_allow_empty_passes(tmp_path: Path) -> None:

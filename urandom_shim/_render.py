@@ -100,7 +100,7 @@ def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy
     elif report["activated_by"] == "bootstrap":
         installed = f"not in this environment; the bootstrap loaded {report['package']}"
     else:
-        installed = "no urandom_shim.pth in this interpreter's site-packages"
+        installed = "no urandom_shim.pth (nor urandom_shim_pep829.start) in this interpreter's site-packages"
     lines += rows([("active", active), ("patched now", patched), ("installed", installed)])
     kernel = report["kernel"]
     sim = report["simulation"]

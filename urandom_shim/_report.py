@@ -131,7 +131,8 @@ def pth_locations() -> list[str]:
     user = getattr(site, "getusersitepackages", None)
     if user is not None and site.ENABLE_USER_SITE:
         directories.append(user())
-    return [os.path.join(d, "urandom_shim.pth") for d in directories]
+    # The .pth first; the PEP 829 .start file, which starts the shim where .pth import lines are ignored, after it.
+    return [os.path.join(d, name) for name in ("urandom_shim.pth", "urandom_shim_pep829.start") for d in directories]
 
 
 def activation_facts() -> dict[str, Any]:
@@ -234,6 +235,9 @@ def program(target: str | None) -> tuple[_sources.Invocation, str]:
         return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
     if os.path.isdir(target):
         return _sources.invocation([target]), f"python {target}"
+    if not target.startswith("-") and target.isprintable() and not any(c.isspace() for c in target):
+        # A command's name (console scripts have hyphens: tok-cli) that nothing here has: a typo, or not installed.
+        raise NoSuchProgram(_messages.CHECK_NO_SUCH_PROGRAM.format(target=target, bin=_own_bin() or "its bin"))
     raise NotAProgram(
         f"--for {target!r} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module "
         "name such as 'app.main' (write '-m app.main' to say it is one)"
