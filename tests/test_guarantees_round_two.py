@@ -192,3 +192,18 @@ def test_a_missing_named_file_is_one_line_under_simulate_and_run(shim: Venv, tmp
     waited = subprocess.run([cli(shim), "wait", "--timeout", "0"], capture_output=True, text=True,
                             env=clean_env(env), timeout=60)  # fmt: skip
     assert sum("missing.toml" in line for line in waited.stderr.splitlines()) == 1, waited.stderr
+
+
+def test_etc_is_read_for_its_floor_whatever_file_the_variable_names_even_the_same_one(tmp_path: Path) -> None:
+    """No identity check decides whether /etc is read for its floor: a symlink swapped between that check and the
+    read let an attacker's file with allow_weak = true stand in for /etc's (the review of round two, F2). Only the
+    machine file's own path, unmoved, is not read twice."""
+    from urandom_shim import _config, _sources
+
+    link = tmp_path / "link.toml"
+    link.symlink_to(_sources.MACHINE_FILE)  # the very file, through a symlink an attacker could swap later
+    for named in (str(link), _sources.MACHINE_FILE + "/", "/etc//urandom-shim.toml", str(tmp_path / "other.toml")):
+        files = _config._floor_files({"URANDOM_SHIM_MACHINE_CONFIG": named}, False, str(tmp_path / "env.toml"), None)
+        assert (_sources.MACHINE_FILE, True) in [(path, floor_only) for path, _label, floor_only in files], named
+    files = _config._floor_files({}, False, str(tmp_path / "env.toml"), None)
+    assert [path for path, _label, _floor in files].count(_sources.MACHINE_FILE) == 1

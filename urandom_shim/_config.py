@@ -430,15 +430,16 @@ def _floor_files(
     """(path, label, floor only) of every file that may set a floor, in precedence order.
 
     ``URANDOM_SHIM_MACHINE_CONFIG`` moves the machine file (for image builds and tests), but a variable must not take
-    a floor away: ``/etc/urandom-shim.toml`` then still counts for its floor, unless the variable names that very
-    file (the same device and inode, however it is spelt). Spelling is never compared: ``/etc/urandom-shim.toml/``
-    is not that file (it can't even be opened), so ``/etc`` is read for its floor. ``machine_file`` (tests only)
-    replaces both."""
+    a floor away: ``/etc/urandom-shim.toml`` is then always read again for its floor, whatever the variable names.
+    Only the machine file's own path, unmoved, is not read twice. No other spelling or identity is trusted: a check
+    of the file's identity followed by a read of the variable's path could be raced with a symlink swapped between
+    the two, and reading ``/etc`` twice costs one small read, and only where the variable is set. ``machine_file``
+    (tests only) replaces both."""
     env_path = environment_file or _sources.environment_file()
     files = [(env_path, f"{env_path} (environment file)", False)]
     machine = machine_file or _sources.machine_file(environ, ignore_environment)
     files.append((machine, f"{_sources.clip(machine, 200)} (machine file)", False))
-    if machine_file is None and not _sources.same_file(machine, _sources.MACHINE_FILE):
+    if machine_file is None and machine != _sources.MACHINE_FILE:
         files.append(
             (
                 _sources.MACHINE_FILE,

@@ -169,17 +169,6 @@ def _unusable(exc: Exception, label: str, required: bool, ending: str) -> str | 
     return f"{label}: cannot be read ({reason}); {ending}"
 
 
-def same_file(path: str, other: str) -> bool:
-    """Whether ``path`` and ``other`` are one file (the same device and inode), however each is spelt. False when
-    either can't be looked at: a path that is not a file, a path through a file (``…toml/``), or a relative path
-    whose directory is gone. Never raises."""
-    try:
-        first, second = os.stat(path), os.stat(other)
-    except (OSError, ValueError):
-        return False
-    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
-
-
 def check_file(path: str, label: str) -> str | None:
     """The problem ``read_bytes`` would report for a named file, found without opening it (one ``stat``): what the
     ready path checks of ``URANDOM_SHIM_CONFIG``."""
