@@ -207,3 +207,57 @@ def test_etc_is_read_for_its_floor_whatever_file_the_variable_names_even_the_sam
         assert (_sources.MACHINE_FILE, True) in [(path, floor_only) for path, _label, floor_only in files], named
     files = _config._floor_files({}, False, str(tmp_path / "env.toml"), None)
     assert [path for path, _label, _floor in files].count(_sources.MACHINE_FILE) == 1
+
+
+def test_a_pyproject_another_user_controls_never_chooses_the_policy(tmp_path: Path) -> None:
+    """Another user's pyproject.toml above a root program's script in a shared directory (/tmp, sticky and
+    world-writable) chose its policy and its events file (review of round two, F1); and a project file in a
+    directory everyone may write to without the sticky bit could be swapped by anyone."""
+    import os
+
+    from urandom_shim import _sources
+
+    if os.geteuid() != 0:
+        pytest.skip("making a file another user's needs root")
+    shared = tmp_path / "shared"
+    (shared / "rootjob").mkdir(parents=True)
+    shared.chmod(0o1777)
+    planted = shared / "pyproject.toml"
+    planted.write_text('[tool.urandom-shim]\npolicy = "legacy"\nevents = "/root/.bashrc"\n')
+    os.chown(planted, 65534, 65534)
+    path, problem = _sources.find_pyproject(str(shared / "rootjob"))
+    assert path is None and problem is not None, (path, problem)
+    assert f"{planted}: owned by uid 65534, neither you nor root" in problem
+    os.chown(planted, 0, 0)  # root's own file there is root's project
+    assert _sources.find_pyproject(str(shared / "rootjob")) == (str(planted), None)
+    shared.chmod(0o777)  # no sticky bit: anyone could replace even root's file
+    path, problem = _sources.find_pyproject(str(shared / "rootjob"))
+    assert path is None and problem is not None and "everyone may write to this directory (no sticky bit)" in problem
+
+
+@pytest.mark.parametrize(
+    ("options", "keeps_it"),
+    [
+        (["-S", "-c", "pass"], True),
+        (["-E", "app.py"], True),
+        (["-I", "app.py"], True),
+        (["-sS", "app.py"], True),
+        (["-X", "dev", "-S", "app.py"], True),
+        (["-Xdev", "-E", "app.py"], True),
+        (["-W", "error", "app.py"], False),
+        (["-c", "import sys; sys.argv += ['-S']", "-S"], False),
+        (["-m", "app", "-E"], False),
+        (["app.py", "-S"], False),
+        (["-u", "-B", "app.py"], False),
+        ([], False),
+    ],
+)
+def test_run_gives_no_seed_to_an_interpreter_that_would_keep_it_for_its_children(
+    options: list[str], keeps_it: bool
+) -> None:
+    """An interpreter started with -S runs no site, so no shim takes run's seed out of its environment; one started
+    with -E or -I ignores it but passes it on: its children, whatever their policy and however late they start, would
+    run with it (the review of round two, F3)."""
+    from urandom_shim import _launch
+
+    assert _launch.starts_without_the_shim(options) is keeps_it

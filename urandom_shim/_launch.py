@@ -173,6 +173,29 @@ def python_command(command: list[str], env: dict[str, str]) -> list[str] | None:
     return [interpreter, *(os.fsdecode(word) for word in words[1:]), executable, *command[1:]]
 
 
+def starts_without_the_shim(options: list[str]) -> bool:
+    """Whether an interpreter given these options (those before its script, ``-c`` or ``-m``) keeps a seed of ours in
+    its environment for its children, whatever their policy and however late they start: with ``-S`` no ``site``
+    runs, so no shim takes the seed out; with ``-E`` or ``-I`` the interpreter ignores ``PYTHON*`` variables, and
+    passes them on."""
+    i = 0
+    while i < len(options):
+        option = options[i]
+        if not option.startswith("-") or option in ("-", "--") or option.startswith("--"):
+            return False  # the script, stdin, or a long option such as --version: no more interpreter options
+        letters = option[1:]
+        for j, letter in enumerate(letters):
+            if letter in "SEI":
+                return True
+            if letter in "cm":
+                return False  # the rest is the code or the module
+            if letter in "XW":  # takes a value: the rest of this word, or the next word
+                i += j == len(letters) - 1
+                break
+        i += 1
+    return False
+
+
 def interpreter_prefix(interpreter: str, env: dict[str, str]) -> str | None:
     """``sys.prefix`` of ``interpreter`` as the command will see it. A venv's, by ``site``'s own rule: a
     ``pyvenv.cfg`` beside the executable or one directory up makes that directory's parent the prefix. Otherwise
@@ -214,7 +237,7 @@ def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
     if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
         return False
     argv = python_command(command, env)
-    if argv is None:
+    if argv is None or starts_without_the_shim(argv[1:]):
         return False
     prefix = interpreter_prefix(argv[0], env)
     if prefix is None:

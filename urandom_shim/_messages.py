@@ -99,6 +99,16 @@ RULE_DIRECTORY = "a directory: the directory itself"
 RULE_SCRIPT = "a script: the directory holding it"
 PROJECT_SEARCH_DENIED = "cannot look for pyproject.toml in {directory} (permission denied); ignoring project settings."
 PYPROJECT_UNREADABLE = "{candidate}: cannot be read ({reason}); ignoring project settings."
+PROJECT_NOT_OWNED = (
+    "{path}: owned by uid {uid}, neither you nor root, so another user could choose this program's settings; ignoring "
+    "project settings. Move the project out of a shared directory, or set the policy in the environment's or the "
+    "machine's file."
+)
+PROJECT_DIRECTORY_SHARED = (
+    "{path}: everyone may write to this directory (no sticky bit), so another user could choose this program's "
+    "settings; ignoring project settings. Move the project out of it, or set the policy in the environment's or the "
+    "machine's file."
+)
 
 
 # -- configuration values, precedence and the floor (_config) --------------------------------------------------------

@@ -583,7 +583,7 @@ def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
             return None, None
         candidate = os.path.join(directory, "pyproject.toml")
         try:
-            os.stat(candidate)
+            found = os.stat(candidate)
         except (FileNotFoundError, NotADirectoryError):
             pass
         except PermissionError:
@@ -594,11 +594,32 @@ def find_pyproject(anchor: str) -> tuple[str | None, str | None]:
         except OSError as exc:  # a symlink loop, an I/O error: the nearest pyproject exists but is unusable
             return None, _messages.PYPROJECT_UNREADABLE.format(candidate=candidate, reason=exc.strerror or exc)
         else:
-            return candidate, None
+            distrust = _untrusted(found, candidate) or _untrusted_directory(directory)
+            return (None, distrust) if distrust else (candidate, None)
         parent = os.path.dirname(directory)
         if parent == directory:
             return None, None
         directory = parent
+
+
+def _untrusted(found: os.stat_result, path: str) -> str | None:
+    """The problem with a project file or directory another user controls (not root, not this process's user): a
+    ``pyproject.toml`` planted above a root program's script in ``/tmp`` must not choose its policy."""
+    if found.st_uid in (0, os.geteuid()):
+        return None
+    return _messages.PROJECT_NOT_OWNED.format(path=path, uid=found.st_uid)
+
+
+def _untrusted_directory(directory: str) -> str | None:
+    """The problem with the directory of a project file that others could replace: owned by another user, or
+    writable by everyone without the sticky bit (with it, as in /tmp, only a file's owner may replace it)."""
+    try:
+        found = os.stat(directory)
+    except (OSError, ValueError):
+        return None
+    if found.st_mode & stat.S_IWOTH and not found.st_mode & stat.S_ISVTX:
+        return _messages.PROJECT_DIRECTORY_SHARED.format(path=directory)
+    return _untrusted(found, directory)
 
 
 def mentions_our_table(data: bytes) -> bool:
