@@ -19,6 +19,9 @@ from conftest import Venv
 
 from debian import Unavailable, apt_install, unavailable
 
+#: The matrix runs these on every interpreter, also where it leaves the other slow tests out (tests/noxfile.py).
+pytestmark = pytest.mark.cpython_suites
+
 MODULES = ("test_os", "test_random", "test_secrets", "test_uuid", "test_tempfile", "test_urllib2")
 
 #: The three policies with the CRNG ready, as in production after boot; and, beyond that, ``legacy`` with the CRNG
