@@ -133,6 +133,9 @@ def main(argv: list[str]) -> int:
     for mountpoint in ("src", "wheels", "wheel"):
         (root / mountpoint).mkdir(exist_ok=True)
     mounts = (
+        # The root bound onto itself first: inside, "/" is then a mount point, which the tests' own private mount
+        # namespaces need (unshare --propagation private fails on a plain directory).
+        f"mount --bind {root} {root} && "
         f"mount -t tmpfs -o mode=1777 tmpfs {root}/tmp && mount -t proc proc {root}/proc && "
         f"mount --rbind /dev {root}/dev && mount --bind {ROOT} {root}/src && "
         f"mount --bind -o ro {wheels} {root}/wheels && mount --bind -o ro {wheel.parent} {root}/wheel && "
