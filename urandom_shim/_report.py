@@ -138,7 +138,11 @@ def pth_locations() -> list[str]:
 def activation_facts() -> dict[str, Any]:
     """Whether the shim started in this interpreter, how, and if not, why not."""
     how = getattr(sys, "_urandom_shim_boot", None) or state.activated_by
-    pth = next((path for path in pth_locations() if os.path.isfile(path)), None)
+    found = [path for path in pth_locations() if os.path.isfile(path)]
+    # The file that started this interpreter's shim first: the .start file where the entry point did (3.18 on).
+    if how == "start":
+        found.sort(key=lambda path: not path.endswith(".start"))
+    pth = found[0] if found else None
     reason = state.inactive_reason
     disable = os.environ.get("URANDOM_SHIM_DISABLE", "")
     if how is None and reason is None:
