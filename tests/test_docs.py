@@ -450,6 +450,13 @@ def _templates(path: Path) -> Iterator[tuple[int, str, str]]:
             skip.add(id(node.value))
         if isinstance(node, ast.JoinedStr):
             skip.update(id(sub) for sub in ast.walk(node) if sub is not node)
+        # Quoted annotations: the start-up modules quote theirs rather than import __future__.
+        if isinstance(node, ast.arg) and node.annotation is not None:
+            skip.add(id(node.annotation))
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.returns is not None:
+            skip.add(id(node.returns))
+        if isinstance(node, ast.AnnAssign):
+            skip.add(id(node.annotation))
     for node in ast.walk(tree):
         if id(node) in skip:
             continue

@@ -10,8 +10,6 @@ This module also holds ``activate()`` and ``deactivate()``, which :mod:`urandom_
 module costs about 0.45 M instructions to import, and the unready path's start-up budget is 1.5x.)
 """
 
-from __future__ import annotations
-
 import os
 import sys
 from _thread import _local
@@ -41,7 +39,7 @@ from ._runtime import REFUSAL, policy_phrase, refusal, simulation_note
 from ._state import state
 
 #: urandom_shim._events.record once the first event has loaded it: an import statement costs microseconds a call.
-_EVENTS: dict[str, Any] = {}
+_EVENTS: "dict[str, Any]" = {}
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -52,7 +50,7 @@ if TYPE_CHECKING:
 class Engine:
     """Holds the settings and the undo log, and answers each patched call while the CRNG is unready."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: "Settings") -> None:
         self.settings = settings
         self.engaged = False
         self.patcher = _patching.Patcher()
@@ -86,8 +84,10 @@ class Engine:
         try:
             self._watch("posix", patch_os, reseed_loaded_random)
             self._watch("os", patch_os, reseed_loaded_random)
-            patch_all_loaded_aliases(self, patcher)
-            _patching.patch_stray_references(patcher, self.os_urandom)
+            holders = _patching.urandom_holders()
+            patch_all_loaded_aliases(self, patcher, holders)
+            _patching.patch_stray_references(patcher, self.os_urandom, holders)
+            del holders
             self._watch("random", patch_random, reseed_loaded_random)
             self._watch("secrets", patch_secrets, reseed_loaded_random)
             self._watch("urllib.request", patch_aliases, reseed_loaded_random)
@@ -96,12 +96,12 @@ class Engine:
             raise
 
     def _watch(
-        self, name: str, patch: Callable[[Engine, _patching.Patcher, ModuleType], None], reseed_loaded: bool
+        self, name: str, patch: "Callable[[Engine, _patching.Patcher, ModuleType], None]", reseed_loaded: bool
     ) -> None:
         """Patch ``name`` now if it is loaded, and again whenever it is imported or reloaded while engaged."""
         reseed = [reseed_loaded or name not in sys.modules]  # a later import or reload always reseeds
 
-        def callback(module: ModuleType) -> None:
+        def callback(module: "ModuleType") -> None:
             if self.engaged:
                 patch(self, self.patcher, module)
                 if reseed[0] and patch is patch_random:
@@ -125,7 +125,7 @@ class Engine:
         return _readiness.is_ready()
 
     def urandom(
-        self, original: Callable[..., bytes], name: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+        self, original: "Callable[..., bytes]", name: str, args: "tuple[Any, ...]", kwargs: "dict[str, Any]"
     ) -> bytes:
         """os.urandom (or an alias) called while unready. Invalid arguments fail exactly as the interpreter's own."""
         if kwargs or len(args) != 1:
@@ -150,8 +150,8 @@ class Engine:
         return self._perform(site, call, size, lambda: original(size))
 
     def within_site(
-        self, site: str, label: str, original: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
-    ) -> Any:
+        self, site: str, label: str, original: "Callable[..., Any]", args: "tuple[Any, ...]", kwargs: "dict[str, Any]"
+    ) -> "Any":
         """Run ``original`` (a secrets function) so that its inner os.urandom calls follow ``site``'s row."""
         local = self._local
         if getattr(local, "site", None) is not None:  # token_hex -> token_bytes: the outermost call names the site
@@ -162,7 +162,7 @@ class Engine:
         finally:
             local.site = None
 
-    def seed_value(self, instance: object) -> int | None:
+    def seed_value(self, instance: object) -> "int | None":
         """The seed for ``Random.seed(None)`` while unready; None means the interpreter's own seeding (now ready)."""
         random_module = sys.modules.get("random")
         is_module_instance = random_module is not None and getattr(random_module, "_inst", None) is instance
@@ -186,7 +186,7 @@ class Engine:
         self._timed_out(site, call, todo, monotonic() - start)
         return _best_effort_seed_or_none()
 
-    def reseed_module_instance(self, random_module: ModuleType) -> None:
+    def reseed_module_instance(self, random_module: "ModuleType") -> None:
         """``import random`` seeded ``random._inst`` from time and pid (bpo-32580): reseed from the kernel."""
         inst = getattr(random_module, "_inst", None)
         todo = action(self.settings.policy_value, SEED_INSTANCE)
@@ -202,7 +202,7 @@ class Engine:
 
     # -- the actions -------------------------------------------------------------------------------------------------
 
-    def _perform(self, site: str, call: str, size: int, native: Callable[[], bytes]) -> bytes:
+    def _perform(self, site: str, call: str, size: int, native: "Callable[[], bytes]") -> bytes:
         todo = action(self.settings.policy_value, site)
         if self.settings.reporting or todo == UNTOUCHED:  # the interpreter's own code, timed
             start = monotonic()
@@ -269,14 +269,14 @@ class Engine:
     def _warn_waiting(self, call: str, elapsed: float) -> None:
         _runtime.warn_waiting(self.settings, self.warned, call, elapsed)
 
-    def _not_ready_error(self, call: str) -> BlockingIOError:
+    def _not_ready_error(self, call: str) -> "BlockingIOError":
         return refusal(
             _messages.PEP522_REFUSAL.format(
                 call=call, policy_phrase=policy_phrase(self.settings), simulation_note=simulation_note()
             )
         )
 
-    def _timeout_error(self, call: str) -> BlockingIOError:
+    def _timeout_error(self, call: str) -> "BlockingIOError":
         timeout = self.settings.timeout
         return refusal(
             _messages.TIMED_OUT.format(
@@ -290,7 +290,7 @@ class Engine:
         )
 
 
-def _best_effort_seed_or_none() -> int | None:
+def _best_effort_seed_or_none() -> "int | None":
     """A seed from best-effort kernel bytes; None (the interpreter's own time-and-pid seeding) if even those can't be
     had, say on a kernel before 5.6 in a chroot without /dev/urandom. Seeding never blocks or raises."""
     try:
@@ -315,11 +315,11 @@ ALIAS_USERS = {
 SECRETS_FUNCTIONS = ("token_bytes", "token_hex", "token_urlsafe", "choice", "randbelow", "randbits")
 
 
-def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) -> Callable[..., bytes]:
+def urandom_wrapper(engine: "Engine", original: "Callable[..., bytes]", label: str) -> "Callable[..., bytes]":
     """A stand-in for os.urandom (or an alias of it) that applies the policy while the CRNG is unready."""
     original = unwrap(original)
 
-    def urandom(*args: Any, **kwargs: Any) -> bytes:
+    def urandom(*args: "Any", **kwargs: "Any") -> bytes:
         if not engine.engaged or engine.ready():
             return original(*args, **kwargs)
         try:
@@ -332,11 +332,11 @@ def urandom_wrapper(engine: Engine, original: Callable[..., bytes], label: str) 
     return dress(urandom, original, label)
 
 
-def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site: str) -> Callable[..., Any]:
+def site_wrapper(engine: "Engine", original: "Callable[..., Any]", label: str, site: str) -> "Callable[..., Any]":
     """A stand-in for a function (a ``secrets`` function) whose inner os.urandom calls follow ``site``'s row."""
     original = unwrap(original)
 
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: "Any", **kwargs: "Any") -> "Any":
         if not engine.engaged or engine.ready():
             return original(*args, **kwargs)
         try:
@@ -349,11 +349,11 @@ def site_wrapper(engine: Engine, original: Callable[..., Any], label: str, site:
     return dress(wrapper, original, label)
 
 
-def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., Any]:
+def seed_wrapper(engine: "Engine", original: "Callable[..., Any]") -> "Callable[..., Any]":
     """A stand-in for ``random.Random.seed``: ``seed(None)`` gets its entropy as the policy says."""
     original = unwrap(original)
 
-    def seed(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def seed(self: "Any", *args: "Any", **kwargs: "Any") -> "Any":
         if (
             ((args and args[0] is None) or (not args and kwargs.get("a") is None))
             and engine.engaged
@@ -375,16 +375,18 @@ def seed_wrapper(engine: Engine, original: Callable[..., Any]) -> Callable[..., 
     return dress(seed, original, "random.Random.seed")
 
 
-def module_aliases(module: ModuleType) -> list[str]:
+def module_aliases(module: "ModuleType") -> "list[str]":
     """Names in ``module`` bound to the interpreter's os.urandom or to one of our os.urandom wrappers."""
-    names = []
-    for name, value in list((namespace(module) or {}).items()):
-        if value is NATIVE_URANDOM or (is_wrapper(value) and unwrap(value) is NATIVE_URANDOM):
-            names.append(name)
-    return names
+    ids = _patching.urandom_ids
+    # Identities first (no value's own __eq__ is ever called), then the exact test for the few names that match.
+    return [
+        name
+        for name, value in list((namespace(module) or {}).items())
+        if id(value) in ids and (value is NATIVE_URANDOM or (is_wrapper(value) and unwrap(value) is NATIVE_URANDOM))
+    ]
 
 
-def patch_os(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+def patch_os(engine: "Engine", patcher: "Patcher", module: "ModuleType") -> None:
     """``os.urandom`` and ``posix.urandom``: one wrapper for both, so that ``os.urandom is posix.urandom`` stays
     true. Patching ``posix`` too covers ``import posix``, and an ``os`` that is reloaded or imported again after
     ``del sys.modules['os']``: it copies ``urandom`` from ``posix`` again."""
@@ -392,7 +394,7 @@ def patch_os(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
         patcher.set(module, "urandom", engine.os_urandom)
 
 
-def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+def patch_aliases(engine: "Engine", patcher: "Patcher", module: "ModuleType") -> None:
     """Point every alias of os.urandom that ``module`` holds at a wrapper labelled with the module and name."""
     mod_name = (namespace(module) or {}).get("__name__", "?")
     if not isinstance(mod_name, str) or mod_name in ("posix", "nt") or mod_name.startswith("urandom_shim"):
@@ -402,9 +404,18 @@ def patch_aliases(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
             patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
 
 
-def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
-    """Cover aliases held by modules imported before the shim engaged (another ``.pth``, a sitecustomize)."""
+def patch_all_loaded_aliases(engine: "Engine", patcher: "Patcher", holders: "list[object]") -> None:
+    """Cover aliases held by modules imported before the shim engaged (another ``.pth``, a sitecustomize).
+
+    ``holders`` are the containers that refer to os.urandom or a wrapper of it (:func:`_patching.urandom_holders`):
+    only the modules whose namespace is one of them are scanned. Scanning every value of every loaded module cost
+    about 2.7 M instructions on an unready start (issue 30); the garbage collector's walk is shared with
+    :func:`_patching.patch_stray_references`."""
+    held = {id(holder) for holder in holders if type(holder) is dict}
     for module in list(sys.modules.values()):
+        found = namespace(module)
+        if found is None or id(found) not in held:
+            continue
         try:
             patch_aliases(engine, patcher, module)
         except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
@@ -413,7 +424,7 @@ def patch_all_loaded_aliases(engine: Engine, patcher: Patcher) -> None:
             emit(_messages.ALIAS_SCAN_FAILED.format(module=module, name=type(exc).__name__, exc=exc))
 
 
-def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+def patch_random(engine: "Engine", patcher: "Patcher", module: "ModuleType") -> None:
     patch_aliases(engine, patcher, module)
     cls = getattr(module, "Random", None)
     if cls is not None and "seed" in vars(cls):
@@ -427,7 +438,7 @@ def patch_random(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
             patcher.set(module, "seed", wrapped_seed.__get__(inst, type(inst)))
 
 
-def patch_secrets(engine: Engine, patcher: Patcher, module: ModuleType) -> None:
+def patch_secrets(engine: "Engine", patcher: "Patcher", module: "ModuleType") -> None:
     patch_aliases(engine, patcher, module)
     replaced: dict[int, tuple[object, object]] = {}
     for name in SECRETS_FUNCTIONS:
@@ -495,19 +506,19 @@ class _FromConfiguration:
         return "<from configuration>"
 
 
-_KEEP: Any = _FromConfiguration()
+_KEEP: "Any" = _FromConfiguration()
 
 
 def activate(
-    policy: str | None = None,
+    policy: "str | None" = None,
     *,
-    timeout: float | None = _KEEP,
+    timeout: "float | None" = _KEEP,
     on_timeout: str = _KEEP,
-    warn_after: float | None = _KEEP,
+    warn_after: "float | None" = _KEEP,
     seed_random_instances: str = _KEEP,
     mode: str = _KEEP,
-    events: str | None = _KEEP,
-) -> Settings:
+    events: "str | None" = _KEEP,
+) -> "Settings":
     """Apply a policy in this interpreter from now on, replacing any active one. Returns the effective settings.
 
     Settings you don't pass come from the configuration, as at start-up, and a floor (``allow_weak = false``) in
@@ -529,7 +540,7 @@ def activate(
     return apply(overrides, "urandom_shim.activate()")
 
 
-def apply(overrides: Mapping[str, object], source: str) -> Settings:
+def apply(overrides: "Mapping[str, object]", source: str) -> "Settings":
     """:func:`activate`, with ``source`` naming where the values came from in every message (the pytest plugin
     passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value, before anything changes."""
     for key, value in overrides.items():

@@ -21,8 +21,6 @@ A bad value never stops an interpreter: it is reported on one ``urandom-shim:`` 
 value and the valid choices, and resolution carries on as if the variable were not set.
 """
 
-from __future__ import annotations
-
 import os
 import sys
 
@@ -73,11 +71,11 @@ class InvalidValue(ValueError):
         self.hint = hint
 
 
-def _choices(values: tuple[str, ...]) -> str:
+def _choices(values: "tuple[str, ...]") -> str:
     return "one of " + ", ".join(repr(v) for v in values)
 
 
-def _near_miss(text: str, valid: tuple[str, ...]) -> str:
+def _near_miss(text: str, valid: "tuple[str, ...]") -> str:
     """A "did you mean" for a wrong case, stray whitespace or separators, a prefix, or a typo or two."""
     stripped = text.strip()
     if stripped != text and stripped in valid:
@@ -104,7 +102,7 @@ def _distance(a: str, b: str) -> int:
     return previous[-1]
 
 
-def parse_policy(value: object) -> Policy:
+def parse_policy(value: object) -> "Policy":
     if isinstance(value, str) and value in BY_NAME:
         return BY_NAME[value]
     names = tuple(p.name for p in POLICIES)
@@ -112,7 +110,7 @@ def parse_policy(value: object) -> Policy:
     raise InvalidValue(value, _choices(names), hint)
 
 
-def parse_seconds(value: object) -> float | None:
+def parse_seconds(value: object) -> "float | None":
     """Seconds, as a file or the API gives them: a finite number >= 0, or "none" (no limit). A string other than
     "none" is a wrong type here (see :func:`parse_seconds_text`)."""
     if value is None or value == "none":
@@ -128,7 +126,7 @@ def parse_seconds(value: object) -> float | None:
     return number + 0.0  # -0 is 0: never "waited -0 s"
 
 
-def parse_seconds_text(value: object) -> float | None:
+def parse_seconds_text(value: object) -> "float | None":
     """Seconds, as a variable or a command line gives them: text that is a number, or "none"."""
     if isinstance(value, str) and value != "none":
         try:
@@ -146,7 +144,7 @@ def parse_seconds_text(value: object) -> float | None:
 MAX_EVENTS_PATH = 1024
 
 
-def parse_events_path(value: object) -> str | None:
+def parse_events_path(value: object) -> "str | None":
     """The events file: an absolute path (every process of a boot appends to the same file, whatever its current
     directory), or "none"."""
     if value is None or value == "none":
@@ -157,7 +155,7 @@ def parse_events_path(value: object) -> str | None:
     return value
 
 
-def _parse_choice(values: tuple[str, ...]) -> Callable[[object], str]:
+def _parse_choice(values: "tuple[str, ...]") -> "Callable[[object], str]":
     def parse(value: object) -> str:
         if isinstance(value, str) and value in values:
             return value
@@ -179,8 +177,8 @@ class Key:
         name: str,
         *,
         variable: str,
-        parse: Callable[[object], object],
-        parse_text: Callable[[object], object] | None = None,
+        parse: "Callable[[object], object]",
+        parse_text: "Callable[[object], object] | None" = None,
     ) -> None:
         self.name = name
         self.variable = variable
@@ -197,7 +195,7 @@ class Key:
 
 
 #: Every key, by name.
-KEYS: dict[str, Key] = {
+KEYS: "dict[str, Key]" = {
     key.name: key
     for key in (
         Key("policy", variable=ENV_POLICY, parse=parse_policy),
@@ -228,12 +226,12 @@ VARIABLES = (
 )
 
 
-def variables(values: Mapping[str, object]) -> dict[str, str]:
+def variables(values: "Mapping[str, object]") -> "dict[str, str]":
     """The environment variables that carry ``values`` (key -> value or its text) to a child process."""
     return {KEYS[key].variable: "none" if value is None else str(value) for key, value in values.items()}
 
 
-def given_as(environ: Mapping[str, str]) -> dict[str, tuple[str, str]]:
+def given_as(environ: "Mapping[str, str]") -> "dict[str, tuple[str, str]]":
     """Variable -> (the flag that set it, as a source: ``urandom-shim simulate --policy``; the value it gave), from
     :data:`ENV_GIVEN_AS`. Anything malformed there is no flag."""
     text = environ.get(ENV_GIVEN_AS) or ""
@@ -272,7 +270,7 @@ class _Resolution:
         #: Every source tried, in order, with what it contributed: what ``urandom-shim check`` prints.
         self.trace: list[tuple[str, list[str]]] = []
 
-    def tried(self, label: str, *notes: str) -> list[str]:
+    def tried(self, label: str, *notes: str) -> "list[str]":
         """Record that ``label`` was tried; returns the list that collects what it contributed."""
         entry: list[str] = list(notes)
         self.trace.append((label, entry))
@@ -290,7 +288,7 @@ class _Resolution:
         winner = self.found.setdefault(key, Setting(value, source))
         notes.append(f"{key} = {shown}" + ("" if winner.source == source else f" (outranked by {winner.source})"))
 
-    def layer(self, layer: _sources.Layer, admin: bool, program: str | None) -> None:
+    def layer(self, layer: "_sources.Layer", admin: bool, program: "str | None") -> None:
         notes = self.tried(layer.label)
         if layer.problems:
             notes.append("unusable (see problems)")
@@ -312,7 +310,7 @@ class _Resolution:
         if unknown:  # reported before the rules' problems, as the table comes before its rules in the file
             self.messages.insert(first_rule_message, f"{layer.label}: {_unknown(unknown, admin)}")
 
-    def _programs(self, layer: _sources.Layer, rules: object, program: str | None) -> None:
+    def _programs(self, layer: "_sources.Layer", rules: object, program: "str | None") -> None:
         from . import _glob  # only where there are rules
 
         if not isinstance(rules, list):
@@ -368,7 +366,7 @@ class _Resolution:
             if unknown:
                 self.messages.append(f"{source}: {_unknown(unknown, False)}")
 
-    def guarded(self, label: str, read: Callable[[], None], ending: str = _sources.IGNORED) -> bool:
+    def guarded(self, label: str, read: "Callable[[], None]", ending: str = _sources.IGNORED) -> bool:
         """Run ``read`` (one source); if it fails in a way nobody foresaw, that source is one message and resolution
         carries on with the others. True if it went through."""
         try:
@@ -380,7 +378,7 @@ class _Resolution:
             return False
         return True
 
-    def settings(self) -> Settings:
+    def settings(self) -> "Settings":
         return Settings(**self.found)
 
 
@@ -389,7 +387,7 @@ class _Resolution:
 MAX_MATCH = 256
 
 
-def _unknown(keys: list[str], admin: bool) -> str:
+def _unknown(keys: "list[str]", admin: bool) -> str:
     """One message for every unknown key of one table, naming the first few."""
     shown = ", ".join(_sources.shorten(key, 40) for key in keys[:3])
     valid = _valid_keys(admin)
@@ -399,7 +397,7 @@ def _unknown(keys: list[str], admin: bool) -> str:
     return _messages.UNKNOWN_KEYS.format(shown=shown, more=more, valid=valid)
 
 
-def as_invalid(raw: object, key: str, exc: Exception) -> InvalidValue:
+def as_invalid(raw: object, key: str, exc: "Exception") -> "InvalidValue":
     """``exc`` as an :class:`InvalidValue`: a parser that fails in an unforeseen way still makes a bad value."""
     if isinstance(exc, InvalidValue):
         return exc
@@ -410,7 +408,7 @@ def as_invalid(raw: object, key: str, exc: Exception) -> InvalidValue:
 FLOOR_ENDING = _messages.FLOOR_ENDING
 
 
-def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
+def _floor(layer: "_sources.Layer", messages: "list[str]") -> "str | None":
     """Why ``layer`` sets a floor, if it does: ``allow_weak = false``, a value that is not a boolean, or a file that
     exists but cannot be read or parsed. A floor is a security setting, so every doubt is read as a floor."""
     if layer.problems:
@@ -425,8 +423,8 @@ def _floor(layer: _sources.Layer, messages: list[str]) -> str | None:
 
 
 def _floor_files(
-    environ: Mapping[str, str], ignore_environment: bool, environment_file: str | None, machine_file: str | None
-) -> list[tuple[str, str, bool]]:
+    environ: "Mapping[str, str]", ignore_environment: bool, environment_file: "str | None", machine_file: "str | None"
+) -> "list[tuple[str, str, bool]]":
     """(path, label, floor only) of every file that may set a floor, in precedence order.
 
     ``URANDOM_SHIM_MACHINE_CONFIG`` moves the machine file (for image builds and tests), but a variable must not take
@@ -450,7 +448,7 @@ def _floor_files(
     return files
 
 
-def environment_problems(environ: Mapping[str, str] | None = None, flags: object = None) -> list[str]:
+def environment_problems(environ: "Mapping[str, str] | None" = None, flags: object = None) -> "list[str]":
     """The problems with the ``URANDOM_*`` variables alone, found without reading any file: what every start
     checks, the ready path included, so that a typo shows the day it is made and not at the next early boot."""
     environ = os.environ if environ is None else environ
@@ -491,17 +489,17 @@ def _named_label(path: str) -> str:
 
 
 def resolve(
-    environ: Mapping[str, str] | None = None,
+    environ: "Mapping[str, str] | None" = None,
     flags: object = None,
     argv: object = None,
     *,
-    environment_file: str | None = None,
-    machine_file: str | None = None,
-    overrides: Mapping[str, object] | None = None,
+    environment_file: "str | None" = None,
+    machine_file: "str | None" = None,
+    overrides: "Mapping[str, object] | None" = None,
     overrides_source: str = "urandom_shim.activate()",
-    who: _sources.Invocation | None = None,
-    trace: list[tuple[str, list[str]]] | None = None,
-) -> tuple[Settings, list[str]]:
+    who: "_sources.Invocation | None" = None,
+    trace: "list[tuple[str, list[str]]] | None" = None,
+) -> "tuple[Settings, list[str]]":
     """The effective settings, each with its source, and the problems found on the way (one message each).
 
     Reads top to bottom, highest precedence first; the first source that sets a key wins. The environment's and the
@@ -613,13 +611,13 @@ def resolve(
 
 
 def _read_admin_files(
-    resolution: _Resolution,
-    environ: Mapping[str, str],
+    resolution: "_Resolution",
+    environ: "Mapping[str, str]",
     ignore_environment: bool,
-    environment_file: str | None,
-    machine_file: str | None,
-    program: str | None,
-) -> list[str]:
+    environment_file: "str | None",
+    machine_file: "str | None",
+    program: "str | None",
+) -> "list[str]":
     """Read the environment's and the machine's files into ``resolution``; returns the floors they set."""
     floors: list[str] = []
     for path, label, floor_only in _floor_files(environ, ignore_environment, environment_file, machine_file):
@@ -645,7 +643,7 @@ def _read_admin_files(
     return floors
 
 
-def floor(environ: Mapping[str, str] | None = None, flags: object = None) -> tuple[str | None, list[str]]:
+def floor(environ: "Mapping[str, str] | None" = None, flags: object = None) -> "tuple[str | None, list[str]]":
     """(the floor, problems): the first file that forbids weak bytes, described, or None; and what reading the
     files that may set one found wrong. What ``urandom-shim run`` checks before it passes on a weak policy."""
     environ = os.environ if environ is None else environ
@@ -654,7 +652,7 @@ def floor(environ: Mapping[str, str] | None = None, flags: object = None) -> tup
     return (floors[0] if floors else None), resolution.messages
 
 
-def _apply_floor(settings: Settings, floor: str, messages: list[str]) -> None:
+def _apply_floor(settings: "Settings", floor: str, messages: "list[str]") -> None:
     from ._policies import LEGACY, PEP524
 
     if settings.policy.value is LEGACY:
@@ -672,7 +670,7 @@ def _shown(value: object, from_text: bool) -> str:
     return _sources.shorten(value) if from_text else _sources.toml_value(value)
 
 
-def _describe(source: str, key: str, exc: InvalidValue, settings: Settings, from_variable: bool) -> str:
+def _describe(source: str, key: str, exc: "InvalidValue", settings: "Settings", from_variable: bool) -> str:
     """One line: the source, the key and bad value, the valid choices, and what the shim does instead."""
     effective: Setting[object] = getattr(settings, key)
     shown = str(effective.value) if key == "policy" else effective.value

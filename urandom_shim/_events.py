@@ -22,8 +22,6 @@ This module is imported on the first event only: the ready path never loads it, 
 call in the window neither. It imports nothing but what is loaded already (``json`` would import ``re``).
 """
 
-from __future__ import annotations
-
 import atexit
 import os
 import sys
@@ -70,8 +68,8 @@ WOULD = {
 
 #: (call name, code object and line of the caller, policy, mode) -> [calls not written since the first one, the
 #: first event, its settings]. A call after the first costs a frame walk and one dict lookup: no string is built.
-_seen: dict[tuple[object, ...], list[Any]] = {}
-_program: dict[str, Any] | None = None
+_seen: "dict[tuple[object, ...], list[Any]]" = {}
+_program: "dict[str, Any] | None" = None
 
 
 def _forked() -> None:
@@ -88,7 +86,7 @@ if hasattr(os, "register_at_fork"):
 # -- recording ---------------------------------------------------------------------------------------------------------
 
 
-def record(settings: Settings, site: str, call: str, action: str, would: str, waited: float = 0.0) -> None:
+def record(settings: "Settings", site: str, call: str, action: str, would: str, waited: float = 0.0) -> None:
     """Record one decision: written at once if it is the first from its call site in this process, else counted."""
     try:
         frame = caller_frame()
@@ -107,8 +105,8 @@ def record(settings: Settings, site: str, call: str, action: str, would: str, wa
 
 
 def _event(
-    settings: Settings, site: str, call: str, caller: str, action: str, would: str, waited: float
-) -> dict[str, Any]:
+    settings: "Settings", site: str, call: str, caller: str, action: str, would: str, waited: float
+) -> "dict[str, Any]":
     sim = _simulation.current()
     event: dict[str, Any] = {
         "v": VERSION,
@@ -141,7 +139,7 @@ def _at_exit() -> None:
 atexit.register(_at_exit)
 
 
-def write(event: dict[str, Any], settings: Settings) -> None:
+def write(event: "dict[str, Any]", settings: "Settings") -> None:
     """Both sinks: the line on stderr, and the record in the events file if one is configured."""
     _messages.emit(describe(event))
     path = settings.events.value
@@ -149,7 +147,7 @@ def write(event: dict[str, Any], settings: Settings) -> None:
         append(path, fitted(event))
 
 
-def fitted(event: dict[str, Any]) -> str:
+def fitted(event: "dict[str, Any]") -> str:
     """The event as one JSON record of at most :data:`MAX_RECORD` bytes: a long command line is cut short (its
     first words stay, and ``argv_cut`` says how many were left out), never the event."""
     record = dumps(event)
@@ -208,7 +206,7 @@ _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 
 
 #: File name -> whether its frames are skipped in looking for the caller (the shim's, the standard library's).
-_skipped: dict[str, bool] = {}
+_skipped: "dict[str, bool]" = {}
 
 
 def _skip(filename: str) -> bool:
@@ -222,7 +220,7 @@ def _skip(filename: str) -> bool:
     return skip
 
 
-def caller_frame() -> Any:
+def caller_frame() -> "Any":
     """The first frame outside the standard library and the shim: the code that asked. When all of them are the
     standard library's (its own tests, or `python -m` of one of its modules), the innermost frame outside the shim
     that is not frozen: the standard library's code that asked, rather than runpy."""
@@ -238,7 +236,7 @@ def caller_frame() -> Any:
     return fallback
 
 
-def location(frame: Any) -> str:
+def location(frame: "Any") -> str:
     """``path:line`` of ``frame``."""
     if frame is None:
         return "<unknown>"
@@ -250,7 +248,7 @@ def caller_location() -> str:
     return location(caller_frame())
 
 
-def program() -> dict[str, Any]:
+def program() -> "dict[str, Any]":
     """The program's facts, read once per process: argv, the name ``[[program]]`` rules match, unit and pid."""
     global _program
     if _program is None:
@@ -269,7 +267,7 @@ def program() -> dict[str, Any]:
 UNIT_SUFFIXES = (".service", ".scope", ".socket", ".mount", ".swap", ".timer", ".target", ".slice")
 
 
-def unit() -> str | None:
+def unit() -> "str | None":
     """The systemd unit this process runs in: ``$SYSTEMD_UNIT`` if set, else, under systemd (``INVOCATION_ID``),
     the last unit named in ``/proc/self/cgroup``."""
     named = os.environ.get("SYSTEMD_UNIT")
@@ -296,7 +294,7 @@ def unit() -> str | None:
 # -- the two formats ---------------------------------------------------------------------------------------------------
 
 
-def describe(event: dict[str, Any]) -> str:
+def describe(event: "dict[str, Any]") -> str:
     """The event as one line on stderr (without the ``urandom-shim:`` prefix, which :func:`_messages.emit` adds)."""
     where = _messages.EVENT_WHERE.format(
         call=event["call"],
@@ -320,7 +318,7 @@ def describe(event: dict[str, Any]) -> str:
     )
 
 
-def dumps(value: Any) -> str:
+def dumps(value: "Any") -> str:
     """JSON, as ``json.dumps`` with ``ensure_ascii`` writes it (plain ASCII, no control characters), for the few
     types an event holds. (``json`` imports ``re``: about 1 ms on a path whose whole budget is a few.)"""
     if value is None:

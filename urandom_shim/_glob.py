@@ -4,8 +4,6 @@ Loaded only when a file has rules. ``fnmatch`` is not used: Python 3.8's backtra
 ``'*a*a*a*a*a*a*a*a*a*ab'`` against a long name took 20 s at every start, and it imports ``re``.
 """
 
-from __future__ import annotations
-
 
 def matches(pattern: str, name: str) -> bool:
     """``fnmatch.fnmatchcase(name, pattern)``, in at most about ``len(name) * len(pattern)`` steps. The segments
@@ -47,7 +45,7 @@ def matches(pattern: str, name: str) -> bool:
     return _segment_at(last, name, limit)
 
 
-def _char_matches(token: tuple[str, str], char: str) -> bool:
+def _char_matches(token: "tuple[str, str]", char: str) -> bool:
     kind, body = token
     if kind == "=":
         return char == body
@@ -65,11 +63,11 @@ def _char_matches(token: tuple[str, str], char: str) -> bool:
     return inside != (kind == "^")
 
 
-def _segment_at(segment: list[tuple[str, str]], name: str, position: int) -> bool:
+def _segment_at(segment: "list[tuple[str, str]]", name: str, position: int) -> bool:
     return all(_char_matches(token, name[position + i]) for i, token in enumerate(segment))
 
 
-def _find_segment(segment: list[tuple[str, str]], name: str, start: int, limit: int) -> int:
+def _find_segment(segment: "list[tuple[str, str]]", name: str, start: int, limit: int) -> int:
     """The leftmost position from ``start`` where ``segment`` matches and ends by ``limit``, or -1."""
     if all(kind == "=" for kind, _ in segment):
         return name.find("".join(body for _, body in segment), start, limit)

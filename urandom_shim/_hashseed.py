@@ -18,8 +18,6 @@ resolved, and which may start after the CRNG is ready) get a full-strength hash 
 must not wait is started with ``urandom-shim run`` itself. A seed the user set is never touched.
 """
 
-from __future__ import annotations
-
 import os
 
 VARIABLE = "PYTHONHASHSEED"
@@ -34,13 +32,13 @@ def new_seed() -> str:
     return str(int.from_bytes(best_effort_bytes(4), "little") % 4294967295 + 1)
 
 
-def is_ours(environ: dict[str, str] | os._Environ[str]) -> bool:
+def is_ours(environ: "dict[str, str] | os._Environ[str]") -> bool:
     """Whether ``PYTHONHASHSEED`` is the one ``run`` set (and not the user's)."""
     seed = environ.get(VARIABLE)
     return seed is not None and environ.get(MARK) == seed
 
 
-def give(environ: dict[str, str]) -> str:
+def give(environ: "dict[str, str]") -> str:
     """Set a fresh seed of ours in ``environ``; returns it."""
     seed = new_seed()
     environ[VARIABLE] = environ[MARK] = seed

@@ -9,8 +9,6 @@ name (one dict lookup per import), and uninstalls itself from ``sys.meta_path`` 
 wrapt's registry, it has a lock, so that threads that import and (un)register at once stay consistent.
 """
 
-from __future__ import annotations
-
 import _thread
 import sys
 
@@ -24,16 +22,16 @@ if TYPE_CHECKING:
 class _ChainedLoader:
     """Runs the real loader, then the callbacks registered for the module. Leaves the real loader in place."""
 
-    def __init__(self, loader: Any, hook: _PostImportHook, name: str) -> None:
+    def __init__(self, loader: "Any", hook: "_PostImportHook", name: str) -> None:
         self.loader = loader  # any loader with exec_module: duck-typed, as the import system treats it
         self.hook = hook
         self.name = name
 
-    def create_module(self, spec: object) -> ModuleType | None:
+    def create_module(self, spec: object) -> "ModuleType | None":
         create = getattr(self.loader, "create_module", None)
         return None if create is None else create(spec)
 
-    def exec_module(self, module: ModuleType) -> None:
+    def exec_module(self, module: "ModuleType") -> None:
         spec = getattr(module, "__spec__", None)
         if spec is not None:
             spec.loader = self.loader
@@ -56,8 +54,8 @@ class _PostImportHook:
         self.lock = _thread.RLock()
 
     def find_spec(
-        self, name: str, path: Sequence[str] | None, target: ModuleType | None = None, /
-    ) -> ModuleSpec | None:
+        self, name: str, path: "Sequence[str] | None", target: "ModuleType | None" = None, /
+    ) -> "ModuleSpec | None":
         if name not in self.callbacks:
             return None
         for finder in list(sys.meta_path):
@@ -76,7 +74,7 @@ class _PostImportHook:
             spec.loader = chained
         return spec
 
-    def fire(self, name: str, module: ModuleType) -> None:
+    def fire(self, name: str, module: "ModuleType") -> None:
         with self.lock:
             entries = self.callbacks.get(name, [])
             again = [entry for entry in entries if entry[1]]
@@ -94,7 +92,7 @@ class _PostImportHook:
 
                 report_failure(exc)
 
-    def add(self, name: str, callback: Callable[[ModuleType], None], again: bool) -> None:
+    def add(self, name: str, callback: "Callable[[ModuleType], None]", again: bool) -> None:
         with self.lock:
             entries = self.callbacks.setdefault(name, [])
             if all(entry[0] is not callback for entry in entries):
@@ -102,7 +100,7 @@ class _PostImportHook:
             if self not in sys.meta_path:
                 sys.meta_path.insert(0, self)
 
-    def cancel(self, callback: Callable[[ModuleType], None]) -> None:
+    def cancel(self, callback: "Callable[[ModuleType], None]") -> None:
         with self.lock:
             for name in list(self.callbacks):
                 remaining = [entry for entry in self.callbacks[name] if entry[0] is not callback]
@@ -122,7 +120,7 @@ class _PostImportHook:
 hook = _PostImportHook()
 
 
-def watch(name: str, callback: Callable[[ModuleType], None]) -> None:
+def watch(name: str, callback: "Callable[[ModuleType], None]") -> None:
     """Call ``callback(module)`` now if ``name`` is imported, and again after every later import or reload of it,
     until :func:`unwatch`."""
     module = sys.modules.get(name)
@@ -131,7 +129,7 @@ def watch(name: str, callback: Callable[[ModuleType], None]) -> None:
         callback(module)
 
 
-def unwatch(callback: Callable[[ModuleType], None]) -> None:
+def unwatch(callback: "Callable[[ModuleType], None]") -> None:
     """Forget ``callback`` wherever it was registered."""
     hook.cancel(callback)
 
@@ -139,7 +137,7 @@ def unwatch(callback: Callable[[ModuleType], None]) -> None:
 # -- secrets.wait_for_system_rng, the one addition, present under every policy ---------------------------------------
 
 
-def wait_for_system_rng(timeout: float | None = None) -> bool:
+def wait_for_system_rng(timeout: "float | None" = None) -> bool:
     """Block until the kernel's random number generator is initialised (PEP 522's ``secrets.wait_for_system_rng``).
 
     Returns True at once when it already is, which is nearly always. With ``timeout`` (seconds), returns False if the
@@ -154,7 +152,7 @@ def wait_for_system_rng(timeout: float | None = None) -> bool:
     return wait_as_configured("secrets.wait_for_system_rng()", checked_timeout(timeout))
 
 
-def _add_to_secrets(module: ModuleType) -> None:
+def _add_to_secrets(module: "ModuleType") -> None:
     if not hasattr(module, "wait_for_system_rng"):
         vars(module)["wait_for_system_rng"] = wait_for_system_rng
 
@@ -165,8 +163,8 @@ def add_wait_for_system_rng() -> None:
 
 
 def ready_hook_find_spec(
-    stub: object, name: str, path: Sequence[str] | None, target: ModuleType | None
-) -> ModuleSpec | None:
+    stub: object, name: str, path: "Sequence[str] | None", target: "ModuleType | None"
+) -> "ModuleSpec | None":
     """Called by ``_urandom_shim_boot`` (a meta path finder on the ready path) when ``secrets`` is imported: swap it
     for the real post-import hook, which adds ``secrets.wait_for_system_rng`` to this and every later ``secrets``
     (a reload, or an import after ``del sys.modules['secrets']``)."""

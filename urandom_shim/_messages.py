@@ -11,8 +11,6 @@ that uses it, filled in there with ``str.format``. ``docs/reference/messages.md`
 ``_urandom_shim_boot.py`` and ``sitecustomize.py``, keep their few messages: they must not import the package.)
 """
 
-from __future__ import annotations
-
 import sys
 
 PREFIX = "urandom-shim: "
@@ -45,14 +43,14 @@ def emit(text: str) -> None:
         pass
 
 
-def bounded(problems: list[str]) -> list[str]:
+def bounded(problems: "list[str]") -> "list[str]":
     """``problems`` as printed: at most :data:`MAX_LINES` lines, the last of which counts the ones left out."""
     if len(problems) <= MAX_LINES:
         return problems
     return [*problems[: MAX_LINES - 1], MORE_PROBLEMS.format(hidden=len(problems) - (MAX_LINES - 1))]
 
 
-def report_failure(exc: BaseException) -> None:
+def report_failure(exc: "BaseException") -> None:
     """The shim failed inside an interpreter: one line (the traceback too under ``URANDOM_SHIM_DEBUG``), and the
     interpreter carries on with its own ``os.urandom()``."""
     import os

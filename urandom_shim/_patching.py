@@ -11,8 +11,6 @@ This module is the machinery only, and imports nothing of the package but the in
 stand-ins, where they go and what they do are the engine's (:mod:`urandom_shim._activation`).
 """
 
-from __future__ import annotations
-
 import _thread
 import _weakref
 import os
@@ -37,10 +35,10 @@ class _Attr:
 
     __slots__ = ("attr", "obj")
 
-    def __init__(self, obj: Any, attr: Any) -> None:
+    def __init__(self, obj: "Any", attr: "Any") -> None:
         self.obj, self.attr = obj, attr
 
-    def key(self) -> tuple[int, object]:
+    def key(self) -> "tuple[int, object]":
         return id(self.obj), self.attr
 
     def get(self) -> object:
@@ -113,7 +111,7 @@ class _Entry:
 
     __slots__ = ("original", "ours", "place")
 
-    def __init__(self, place: _Attr, original: object, ours: object) -> None:
+    def __init__(self, place: "_Attr", original: object, ours: object) -> None:
         self.place, self.original, self.ours = place, original, ours
 
 
@@ -136,7 +134,7 @@ class Patcher:
     def set(self, obj: object, attr: str, value: object) -> None:
         self.set_slot(_Attr(obj, attr), value)
 
-    def set_slot(self, place: _Attr, value: object) -> None:
+    def set_slot(self, place: "_Attr", value: object) -> None:
         with self._lock:
             if self.closed:
                 return
@@ -172,7 +170,7 @@ class Patcher:
                 _live.remove(self)
 
 
-_live: list[Patcher] = []
+_live: "list[Patcher]" = []
 
 
 def _after_fork_in_child() -> None:
@@ -186,7 +184,9 @@ if hasattr(os, "register_at_fork"):
 
 #: id -> weak reference to each live wrapper, to recognise our own without touching foreign objects. Weak, so that
 #: the wrappers of every activate() that has since been undone don't pile up.
-_wrappers: dict[int, Any] = {}
+_wrappers: "dict[int, Any]" = {}
+#: The ids of the interpreter's os.urandom and of each live wrapper around it: what the alias scan looks for, in C.
+urandom_ids: "set[int]" = {id(NATIVE_URANDOM)}
 
 
 def is_wrapper(value: object) -> bool:
@@ -194,14 +194,14 @@ def is_wrapper(value: object) -> bool:
     return reference is not None and reference() is value
 
 
-def unwrap(value: T) -> T:
+def unwrap(value: "T") -> "T":
     """The interpreter's original behind one of our wrappers; any other object unchanged."""
     while is_wrapper(value):
         value = vars(value)["__urandom_shim_original__"]
     return value
 
 
-def dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str) -> Callable[..., Any]:
+def dress(wrapper: "Callable[..., Any]", original: "Callable[..., Any]", label: str) -> "Callable[..., Any]":
     """Give ``wrapper`` the original's name, docstring and module, as functools.update_wrapper does (without its
     import cost on the start-up path)."""
     for attr in ("__module__", "__name__", "__qualname__", "__doc__"):
@@ -211,11 +211,18 @@ def dress(wrapper: Callable[..., Any], original: Callable[..., Any], label: str)
             pass
     vars(wrapper).update(__wrapped__=original, __urandom_shim_original__=original, __urandom_shim_label__=label)
     key = id(wrapper)
-    _wrappers[key] = _weakref.ref(wrapper, lambda _gone: _wrappers.pop(key, None))
+    _wrappers[key] = _weakref.ref(wrapper, lambda _gone: _forget(key))
+    if unwrap(original) is NATIVE_URANDOM:
+        urandom_ids.add(key)
     return wrapper
 
 
-def namespace(module: object) -> dict[str, object] | None:
+def _forget(key: int) -> None:
+    _wrappers.pop(key, None)
+    urandom_ids.discard(key)
+
+
+def namespace(module: object) -> "dict[str, object] | None":
     """A loaded module's globals, read without triggering anything: lazy modules (importlib.util.LazyLoader) load on
     attribute access, and may fail doing so."""
     if not isinstance(module, type(sys)):
@@ -227,7 +234,20 @@ def namespace(module: object) -> dict[str, object] | None:
     return found if isinstance(found, dict) else None
 
 
-def patch_stray_references(patcher: Patcher, wrapper: Callable[..., bytes]) -> None:
+def urandom_holders() -> "list[object]":
+    """Every container the garbage collector knows that refers to the interpreter's os.urandom or to a live wrapper
+    of it: one walk of the heap, for both the alias scan and :func:`patch_stray_references`."""
+    import gc
+
+    targets = [NATIVE_URANDOM]
+    for key, reference in list(_wrappers.items()):
+        wrapper = reference()
+        if wrapper is not None and key in urandom_ids:
+            targets.append(wrapper)
+    return [holder for holder in gc.get_referrers(*targets) if holder is not targets]
+
+
+def patch_stray_references(patcher: "Patcher", wrapper: "Callable[..., bytes]", holders: "list[object]") -> None:
     """Cover references to the interpreter's os.urandom held outside module namespaces, taken before the shim
     engaged: dict values (instance attributes, ``{"rand": os.urandom}``), list items, class attributes, default
     arguments, ``functools.partial``, ``staticmethod`` and closure cells. The garbage collector knows every container
@@ -237,10 +257,8 @@ def patch_stray_references(patcher: Patcher, wrapper: Callable[..., bytes]) -> N
     function's local variable, or C code. Those keep the interpreter's own behaviour, which never returns weak bytes:
     it waits for the kernel.
     """
-    import gc
-
     skip = _own_places()
-    for holder in gc.get_referrers(NATIVE_URANDOM):
+    for holder in holders:
         if id(holder) in skip:
             continue
         for place in _places(holder, NATIVE_URANDOM):
@@ -251,7 +269,7 @@ def patch_stray_references(patcher: Patcher, wrapper: Callable[..., bytes]) -> N
                 pass
 
 
-def _own_places() -> set[int]:
+def _own_places() -> "set[int]":
     """The containers that must keep the interpreter's os.urandom: every module namespace (the alias scan covers
     them, with better labels), and our own wrappers' attributes and closures, which call the original."""
     skip = {id(found) for found in map(namespace, list(sys.modules.values())) if found is not None}
@@ -264,7 +282,7 @@ def _own_places() -> set[int]:
     return skip
 
 
-def _places(holder: Any, target: object) -> list[_Attr]:
+def _places(holder: "Any", target: object) -> "list[_Attr]":
     """The places inside ``holder`` (a referrer of ``target``) that hold ``target``."""
     import gc
 
@@ -296,7 +314,7 @@ def _places(holder: Any, target: object) -> list[_Attr]:
     return []  # a frame, a bound method, a frozenset, C code: nothing to set
 
 
-def _owning_class(namespace_: dict[str, object]) -> type | None:
+def _owning_class(namespace_: "dict[str, object]") -> "type | None":
     """The class whose namespace this dict is: it must be changed with setattr, which keeps the type cache right."""
     import gc
 

@@ -9,10 +9,7 @@ waiter, so that a waiter can give up after a timeout, print a diagnostic after `
 interrupted by Ctrl-C while the kernel works.
 """
 
-from __future__ import annotations
-
 import _thread
-import errno
 import os
 import sys
 import time
@@ -31,12 +28,12 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Callable
 
-_settled: str | None = None  # READY or UNKNOWN once the kernel has answered for good
-_listeners: list[Callable[[], None]] = []
-_insecure_works: bool | None = None
+_settled: "str | None" = None  # READY or UNKNOWN once the kernel has answered for good
+_listeners: "list[Callable[[], None]]" = []
+_insecure_works: "bool | None" = None
 #: The interpreter's own os.urandom, whatever os.urandom is by the time this module is imported. Waits call it
 #: directly: while a policy is installed, ``posix.urandom`` and ``os.urandom`` are the shim's wrapper.
-native_urandom: Callable[[int], bytes] = getattr(os.urandom, "__urandom_shim_original__", os.urandom)
+native_urandom: "Callable[[int], bytes]" = getattr(os.urandom, "__urandom_shim_original__", os.urandom)
 
 
 def kernel_state() -> str:
@@ -53,6 +50,8 @@ def kernel_state() -> str:
     except BlockingIOError:
         return UNREADY
     except OSError as exc:
+        import errno  # only here: even a built-in module costs about 0.25 M instructions to import at start-up
+
         if exc.errno in (errno.ENOSYS, errno.EPERM):  # old kernel, or a seccomp filter: the interpreter can't tell
             _settled = UNKNOWN
             return _settled
@@ -84,7 +83,7 @@ def is_ready() -> bool:
 _listeners_lock = _thread.RLock()
 
 
-def on_ready(callback: Callable[[], None]) -> None:
+def on_ready(callback: "Callable[[], None]") -> None:
     """Call ``callback`` once, in whichever thread first sees the CRNG ready (at once if it already is)."""
     with _listeners_lock:
         if not _state.ready:
@@ -117,10 +116,10 @@ def reset() -> None:
 # -- waiting -------------------------------------------------------------------------------------------------------
 
 _guard = _thread.allocate_lock()
-_kernel_done: _thread.LockType | None = None  # held until the helper thread's blocking getrandom() returns
+_kernel_done: "_thread.LockType | None" = None  # held until the helper thread's blocking getrandom() returns
 
 
-def _block_in_kernel(done: _thread.LockType) -> None:
+def _block_in_kernel(done: "_thread.LockType") -> None:
     # The interpreter's own urandom (posix.urandom), not os.getrandom(1, 0): both block in getrandom(flags=0) until
     # the CRNG is initialised (and run jitter entropy on 5.4+), but os.getrandom holds the GIL while it blocks, which
     # would freeze every other thread, the waiter's timeout, warn_after and Ctrl-C included. Found on a real booting
@@ -133,7 +132,7 @@ def _block_in_kernel(done: _thread.LockType) -> None:
         done.release()
 
 
-def _wait_kernel(seconds: float | None) -> None:
+def _wait_kernel(seconds: "float | None") -> None:
     """Wait up to ``seconds`` (forever if None) for the kernel: on the helper thread's blocking getrandom(), or, where
     no helper thread can run, in this thread."""
     global _kernel_done
@@ -159,7 +158,7 @@ def _wait_kernel(seconds: float | None) -> None:
     _wait_in_this_thread(seconds)
 
 
-def _wait_in_this_thread(seconds: float | None) -> None:
+def _wait_in_this_thread(seconds: "float | None") -> None:
     """At interpreter shutdown (``__del__`` and ``weakref`` callbacks while modules are torn down) no other thread
     runs again, not even a helper started earlier. Without a time limit, block in the kernel here, with the GIL
     released, as the interpreter's own os.urandom does; with one, sleep a little and let the caller ask the kernel
@@ -185,10 +184,10 @@ if hasattr(os, "register_at_fork"):
 
 
 def wait(
-    timeout: float | None = None,
+    timeout: "float | None" = None,
     *,
-    warn_after: float | None = None,
-    warn: Callable[[float], None] | None = None,
+    warn_after: "float | None" = None,
+    warn: "Callable[[float], None] | None" = None,
 ) -> bool:
     """Block until the CRNG is ready. Return True when it is, False when ``timeout`` seconds ran out first.
 
@@ -244,6 +243,8 @@ def best_effort_bytes(size: int) -> bytes:
                 chunks.append(chunk)
                 remaining -= len(chunk)
         except OSError as exc:
+            import errno
+
             if exc.errno not in (errno.EINVAL, errno.ENOSYS, errno.EPERM):
                 raise
             _insecure_works = False  # kernel before 5.6, or getrandom denied
@@ -256,7 +257,7 @@ def best_effort_bytes(size: int) -> bytes:
             while len(data) < size:
                 chunk = dev.read(size - len(data))
                 if not chunk:
-                    raise OSError(errno.EIO, "short read from /dev/urandom")
+                    raise OSError(5, "short read from /dev/urandom")  # EIO
                 data += chunk
             return data
     except OSError:

@@ -8,8 +8,6 @@ are all at the top: its functions run inside waits, and a wait can run at interp
 function fails.
 """
 
-from __future__ import annotations
-
 from . import _config, _messages, _readiness, _simulation
 from ._policies import PEP522
 from ._state import state
@@ -43,7 +41,7 @@ def system_rng_state() -> str:
     return _readiness.state()
 
 
-def urandom(size: int, *, block: bool = True, timeout: float | None = None) -> bytes:
+def urandom(size: int, *, block: bool = True, timeout: "float | None" = None) -> bytes:
     """``size`` random bytes from the kernel, with the waiting chosen per call, whatever the configured policy.
 
     ``urandom(16)`` waits until the kernel's random number generator is initialised (PEP 524's semantics);
@@ -57,7 +55,7 @@ def urandom(size: int, *, block: bool = True, timeout: float | None = None) -> b
     return result
 
 
-def current_settings() -> Settings:
+def current_settings() -> "Settings":
     """The effective policy and options, each with its source. Resolved now if start-up did not need to."""
     engine = state.engine
     if engine is not None:
@@ -71,7 +69,7 @@ def current_settings() -> Settings:
 # -- waiting and refusing ------------------------------------------------------------------------------------------
 
 
-def refusal(text: str) -> BlockingIOError:
+def refusal(text: str) -> "BlockingIOError":
     """A refusal to return bytes while the CRNG is unready: PEP 522's ``BlockingIOError`` (EAGAIN, as
     ``getrandom(GRND_NONBLOCK)`` reports it) with its text first, marked so that the function the caller called
     raises it with one frame of ours."""
@@ -82,7 +80,7 @@ def refusal(text: str) -> BlockingIOError:
     return error
 
 
-def checked_timeout(timeout: Any) -> float | None:
+def checked_timeout(timeout: "Any") -> "float | None":
     """``timeout`` as seconds, or None; ValueError for anything but a number >= 0 or None."""
 
     if timeout is None:
@@ -105,13 +103,13 @@ def simulation_note() -> str:
     return _messages.SIMULATION_NOTE.format(spec=sim.spec)
 
 
-def policy_phrase(settings: Settings) -> str:
+def policy_phrase(settings: "Settings") -> str:
 
     policy = settings.policy
     return _messages.POLICY_PHRASE.format(value=policy.value, source=policy.source)
 
 
-def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float) -> None:
+def warn_waiting(settings: "Settings", warned: "set[str]", call: str, elapsed: float) -> None:
     """The one line a wait prints after ``warn_after`` seconds: one per call site (``warned`` remembers), not one
     per thread."""
 
@@ -133,7 +131,7 @@ def warn_waiting(settings: Settings, warned: set[str], call: str, elapsed: float
     )
 
 
-def wait_as_configured(call: str, timeout: float | None) -> bool:
+def wait_as_configured(call: str, timeout: "float | None") -> bool:
     """Wait for the CRNG for ``call`` (up to ``timeout``), with the configured ``warn_after`` line naming it."""
 
     settings = current_settings()
@@ -156,7 +154,7 @@ def wait_as_configured(call: str, timeout: float | None) -> bool:
     )
 
 
-def _urandom_or_error(size: int, block: bool, timeout: float | None) -> bytes | BaseException:
+def _urandom_or_error(size: int, block: bool, timeout: "float | None") -> "bytes | BaseException":
     """See :func:`urandom`: the bytes, or the exception for it to raise (so that the traceback shows the one frame
     the caller called)."""
     import operator

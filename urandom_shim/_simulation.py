@@ -21,8 +21,6 @@ once a process has seen "ready" it stays ready, as the kernel does. A simulation
 available: the kernel is never touched, and every byte the shim returns still comes from the real kernel.
 """
 
-from __future__ import annotations
-
 import os
 import time
 
@@ -52,7 +50,7 @@ class Simulation:
 
     __slots__ = ("bound", "deadline", "ends", "path", "spec", "watcher")
 
-    def __init__(self, spec: str, *, path: str | None = None, deadline: float | None = None) -> None:
+    def __init__(self, spec: str, *, path: "str | None" = None, deadline: "float | None" = None) -> None:
         self.spec = spec
         self.path = path
         self.deadline = deadline
@@ -74,7 +72,7 @@ class Simulation:
             return True
         return self.path is None and self.deadline is None
 
-    def bounded_watch(self, waited: float, timeout: float | None) -> None:
+    def bounded_watch(self, waited: float, timeout: "float | None") -> None:
         """The watcher of a child of a test under the pytest plugin: a wait that outlasts :attr:`bound` raises."""
         bound = self.bound
         if bound is None or waited < bound or (timeout is not None and timeout <= bound):
@@ -113,7 +111,7 @@ class RelativePathWithoutDirectory(InvalidSimulation):
     """``unready-until-file:`` names a relative path, and the current directory no longer exists."""
 
 
-def parse(spec: str) -> Simulation:
+def parse(spec: str) -> "Simulation":
     """Parse a simulation spec (the value of ``URANDOM_SHIM_SIMULATE``). Raises :class:`InvalidSimulation`."""
     kind, sep, arg = spec.partition(":")
     if kind == "unready-forever" and not sep:
@@ -136,14 +134,14 @@ def parse(spec: str) -> Simulation:
     raise InvalidSimulation(_messages.SIMULATION_FORMS.format(listed=", ".join(FORMS)))
 
 
-def problem(spec: str, exc: InvalidSimulation) -> str:
+def problem(spec: str, exc: "InvalidSimulation") -> str:
     """The one line that reports a malformed ``URANDOM_SHIM_SIMULATE``."""
     if isinstance(exc, RelativePathWithoutDirectory):
         return _messages.SIMULATION_PATH_WITHOUT_DIRECTORY.format(env=ENV, spec=spec)
     return _messages.BAD_SIMULATION.format(env=ENV, spec=spec, exc=exc)
 
 
-def current() -> Simulation | None:
+def current() -> "Simulation | None":
     """The simulation this process is under, read from the environment once. Bad values are reported and ignored."""
     if _state.simulation is UNREAD:
         _state.simulation = None
@@ -164,7 +162,7 @@ def current() -> Simulation | None:
     return found if isinstance(found, Simulation) else None
 
 
-def _bound(sim: Simulation) -> None:
+def _bound(sim: "Simulation") -> None:
     """Apply :data:`BOUND_ENV` to ``sim``, if it is set; a bad value is one line, and ignored."""
     text = os.environ.get(BOUND_ENV)
     if not text:
@@ -182,7 +180,7 @@ def _bound(sim: Simulation) -> None:
     sim.watcher = sim.bounded_watch
 
 
-def override(sim: Simulation | None) -> None:
+def override(sim: "Simulation | None") -> None:
     """Replace this process's simulation (for tests and the pytest plugin). Also updates the environment for children.
 
     This is the one way to go back from "ready" to "unready", and it exists only because a test suite needs a fresh

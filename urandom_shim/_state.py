@@ -8,8 +8,6 @@ hook's registry (:mod:`urandom_shim._hooks`), and what the kernel has answered f
 ``_readiness._insecure_works``), which no test may take back.
 """
 
-from __future__ import annotations
-
 import sys
 
 TYPE_CHECKING = False
@@ -54,17 +52,17 @@ class Snapshot:
 
     __slots__ = ("engaged", "values")
 
-    def __init__(self, values: dict[str, object], engaged: bool) -> None:
+    def __init__(self, values: "dict[str, object]", engaged: bool) -> None:
         self.values = values
         self.engaged = engaged
 
 
-def snapshot() -> Snapshot:
+def snapshot() -> "Snapshot":
     engine = state.engine
     return Snapshot({name: getattr(state, name) for name in FIELDS}, bool(engine is not None and engine.engaged))
 
 
-def restore(saved: Snapshot) -> None:
+def restore(saved: "Snapshot") -> None:
     """Put every field back as :func:`snapshot` found it. An engine installed since is taken out, and the saved
     engine is engaged again if it was engaged (and the CRNG is still unready)."""
     current = state.engine
