@@ -10,6 +10,7 @@ start that reads configuration files imports no TOML parser.
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -291,6 +292,147 @@ def test_a_floor_is_never_read_differently_by_the_fast_reader(text: str) -> None
     with without_fast_reader():
         before = user_facing(data, ending=_config.FLOOR_ENDING)
     assert user_facing(data, ending=_config.FLOOR_ENDING) == before
+
+
+# -- a pyproject: our tables read alone --------------------------------------------------------------------------
+
+#: Where else a pyproject may hold our name: in values (a dependency on us), in keys, in comments, and in every other
+#: spelling of our table, plain and hostile.
+_MENTIONS = [
+    'dependencies = ["urandom-shim>=1.0"]',
+    'dependencies = [\n    "flask",\n    "urandom-shim>=1.0",\n]',
+    'dependencies = [\n    "urandom-shim>=1.0"]',
+    '"src/urandom-shim.toml" = "pkg/urandom-shim.toml"',
+    "'src/urandom-shim.toml' = 'x'",
+    "'urandom-shim' = 1",
+    '"urandom-shim" = {policy = "legacy"}',
+    'urandom-shim = {policy = "legacy"}',
+    'urandom-shim.policy = "legacy"',
+    'tool = {urandom-shim = {policy = "legacy"}}',
+    'tool.urandom-shim.policy = "legacy"',
+    'tool."urandom-shim".policy = "legacy"',
+    '"tool" = {"urandom-shim" = {}}',
+    "'tool' = {}",
+    '"a"."urandom-shim" = 1',
+    '"urandom\\u002dshim" = 1',
+    "# configured by urandom-shim",
+    "x = 1 # urandom-shim",
+    'x = """\n[tool.urandom-shim]\npolicy = "legacy"\n"""',
+    "x = '''\n[tool.urandom-shim]\n'''",
+    "x = [\n[tool.urandom-shim]\n]",
+    'x = [\n  ["urandom-shim"],\n]',
+    'x = [{ name = "urandom-shim" }]',
+    'a = {b = "urandom-shim"}',
+    '[tool."urandom-shim"]',
+    "[tool . urandom-shim]",
+    "[ tool.urandom-shim ]",
+    "[tool.urandom-shim.program]",
+    '[[tool.urandom-shim.program]]\nmatch = "cron*"\npolicy = "legacy"',
+    "[tool.urandom-shimmer]",
+    "[tool.urandom-shim] # ours",
+    "[tool.urandom-shim]x",
+    "[tool]\nurandom-shim = 1",
+    '[tool.urandom-shim]\npolicy = "legacy"\nx = [\n  [1, 2],\n]',
+    '[tool.urandom-shim]\nx = [\n  "a",\n]\npolicy = "legacy"',
+]
+_our_table = st.builds(
+    lambda header, lines: header + "\n" + "\n".join(lines),
+    st.sampled_from(["[tool.urandom-shim]", "[[tool.urandom-shim.program]]", "[tool.urandom-shim.x]"]),
+    st.lists(_plain_lines | _lines, max_size=5),
+)
+_other_table = st.builds(
+    lambda header, lines: header + "\n" + "\n".join(lines),
+    st.sampled_from(["[project]", "[tool]", "[tool.ruff]", "[[tool.x]]", "[build-system]", ""]),
+    st.lists(_plain_lines | _lines, max_size=5),
+)
+_plain_table = st.builds(
+    lambda header, lines: header + "\n" + "\n".join(lines),
+    st.sampled_from(
+        ["[tool.urandom-shim]", "[project]", "[tool]", "[tool.ruff]", "[[tool.urandom-shim.program]]", "[[tool]]"]
+    ),
+    st.lists(_plain_lines.filter(lambda line: not line.startswith("[")), max_size=4),
+)
+_blocks = st.lists(st.one_of(_our_table, _other_table, st.sampled_from(_MENTIONS)), max_size=7)
+#: Mostly valid ones, whose tables hold only what the reader takes.
+_plain_blocks = st.lists(st.one_of(_plain_table, _plain_table, st.sampled_from(_MENTIONS)), max_size=6)
+#: Pyprojects: other tools' tables, our tables, and our name elsewhere, in any order; plain, hostile, and broken.
+_pyprojects = st.one_of(
+    _plain_blocks.map(lambda blocks: "\n".join(blocks) + "\n"),
+    _plain_blocks.map(lambda blocks: "\n".join(blocks) + "\n"),
+    _blocks.map(lambda blocks: "\n".join(blocks) + "\n"),
+    _hostile().map(lambda text: "[tool.urandom-shim]\n" + text),
+)
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_pyprojects)
+def test_our_tables_read_alone_are_what_the_full_parser_reads_in_the_whole_document(text: str) -> None:
+    """For every pyproject the full parser accepts: where the reader is certain of our tables' lines, they read
+    alone as the full parser reads ``tool.urandom-shim`` in the whole document; where it finds no header of ours,
+    the document has no table of ours."""
+    ours = _toml.our_tables(text)
+    document, error = full(text)
+    if ours is None:
+        event("not certain: the whole document is read")
+        return
+    if error is not None:
+        event("certain, in a document the full parser rejects: our tables alone are read")
+        return
+    tool = document.get("tool")
+    expected = tool.get("urandom-shim", MISSING) if isinstance(tool, dict) else MISSING
+    if ours == "":
+        event("certain: no header of ours")
+        assert expected is MISSING, text
+        return
+    alone = _toml.loads(ours)
+    if alone is None:
+        event("certain, but the fast reader declines our lines: the whole document is read")
+        return
+    event("certain, and read alone")
+    assert list(alone) == ["tool"] and list(alone["tool"]) == ["urandom-shim"], ours
+    assert repr(alone["tool"]["urandom-shim"]) == repr(expected), text
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_pyprojects)
+def test_a_pyproject_gives_the_same_table_and_problems_as_the_whole_document_read_in_full(text: str) -> None:
+    """Through the function that reads a project's file: the same layer (values and problem lines) with our tables
+    read alone as with the whole document read by the full parser, for every pyproject the full parser accepts."""
+    if full(text)[1] is not None:
+        return
+    with tempfile.TemporaryDirectory() as where:
+        path = Path(where) / "pyproject.toml"
+        path.write_text(text, encoding="utf-8")
+        got = _sources.read_pyproject(str(path))
+        with mock.patch.object(_toml, "our_tables", lambda text: None), without_fast_reader():
+            before = _sources.read_pyproject(str(path))
+    assert (got is None) == (before is None), text
+    if got is not None and before is not None:
+        assert (repr(got.values), got.problems) == (repr(before.values), before.problems), text
+
+
+def test_a_broken_table_of_another_tool_does_not_hide_ours(tmp_path: Path) -> None:
+    """The deliberate difference: our tables are read alone, so another tool's broken table is that tool's to
+    report. The same broken document with our table written another way is read in full, and its error reported."""
+    broken = "[tool.ruff]\nline-length = = 120\n"
+    path = tmp_path / "pyproject.toml"
+    path.write_text(broken + '[tool.urandom-shim]\npolicy = "pep522"\n', encoding="utf-8")
+    assert full(path.read_text())[1] is not None
+    layer = _sources.read_pyproject(str(path))
+    assert layer is not None and layer.values == {"policy": "pep522"} and layer.problems == []
+    path.write_text(broken + '[tool]\nurandom-shim = {policy = "pep522"}\n', encoding="utf-8")
+    layer = _sources.read_pyproject(str(path))
+    assert layer is not None and layer.values == {} and len(layer.problems) == 1
+    assert "is not valid TOML" in layer.problems[0]
+
+
+def test_the_realistic_pyproject_is_read_by_its_table_alone() -> None:
+    text = SAMPLE.read_text(encoding="utf-8")
+    ours = _toml.our_tables(text)
+    assert ours is not None and ours.startswith("[tool.urandom-shim]\n"), ours
+    assert "[project]" not in ours and "ruff" not in ours
+    alone = _toml.loads(ours)
+    assert alone is not None and alone["tool"]["urandom-shim"] == full_parser.loads(text)["tool"]["urandom-shim"]
 
 
 # -- what it accepts, what it leaves to the full parser ------------------------------------------------------------

@@ -26,8 +26,6 @@ docs/explanation/design-decisions.md. A differential Hypothesis property (tests/
 full parser's results and messages on every interpreter.
 """
 
-from __future__ import annotations
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
@@ -43,7 +41,7 @@ class Decline(Exception):
     """The document is not one this reader is certain of: the full parser decides."""
 
 
-def loads(text: str) -> dict[str, Any] | None:
+def loads(text: str) -> "dict[str, Any] | None":
     """The document ``tomllib.loads(text)`` returns, or None if this reader is not certain of it."""
     for char in REFUSED:
         if char in text:
@@ -57,7 +55,7 @@ def loads(text: str) -> dict[str, Any] | None:
 class _Reader:
     __slots__ = ("arrays", "declared", "index", "line", "lines", "opened", "pos")
 
-    def __init__(self, lines: list[str]) -> None:
+    def __init__(self, lines: "list[str]") -> None:
         self.lines = lines
         self.index = 0
         self.line = ""
@@ -66,10 +64,12 @@ class _Reader:
         #: only go through these, never through a value.
         self.opened: set[int] = set()
         self.arrays: set[int] = set()
-        #: Header paths declared so far: a second ``[a]`` is an error, as is ``[a]`` after ``[[a]]``.
-        self.declared: set[tuple[str, ...]] = set()
+        #: The ids of the tables that headers declared: declaring one again (a second ``[a]``, or ``[a]`` after
+        #: ``[[a]]``, which names its last element) is an error. A new element of an array of tables is a new table,
+        #: so the headers under it are free again, as tomllib's flags make them.
+        self.declared: set[int] = set()
 
-    def document(self) -> dict[str, Any]:
+    def document(self) -> "dict[str, Any]":
         root: dict[str, Any] = {}
         self.opened.add(id(root))
         table = root
@@ -99,6 +99,23 @@ class _Reader:
                 if rest[:1] not in ("", '"', "'", "[", "{") and "#" not in rest:
                     table[key] = scalar(rest)
                     continue
+                if rest[:1] == "[":
+                    # An array of plain strings, on one line or over several: a few C-level calls for all of it.
+                    if rest[-1] == "]":
+                        items = plain_strings(rest[1:-1])
+                        after = index
+                    else:
+                        after = index
+                        while after < count and lines[after].lstrip(" \t")[:1] != "]":
+                            after += 1
+                        items = None
+                        if after < count and lines[after].strip(" \t") == "]":
+                            items = plain_strings("\n".join((rest[1:], *lines[index:after])))
+                            after += 1
+                    if items is not None:
+                        table[key] = items
+                        index = after
+                        continue
             else:
                 self.line = stripped
                 self.pos = 0
@@ -114,7 +131,7 @@ class _Reader:
             index = self.index
         return root
 
-    def header(self, root: dict[str, Any], stripped: str) -> dict[str, Any]:
+    def header(self, root: "dict[str, Any]", stripped: str) -> "dict[str, Any]":
         many = stripped.startswith("[[")
         start = 2 if many else 1
         end = stripped.find("]", start)
@@ -145,16 +162,14 @@ class _Reader:
             new: dict[str, Any] = {}
             found.append(new)
             self.opened.add(id(new))
-            # A new element frees every header under this one, as tomllib's flags do.
-            self.declared = {seen for seen in self.declared if seen[: len(path)] != path}
         else:
-            if path in self.declared:
-                raise Decline
             new = self.through(table, last)
-        self.declared.add(path)
+            if id(new) in self.declared:
+                raise Decline
+        self.declared.add(id(new))
         return new
 
-    def through(self, table: dict[str, Any], part: str) -> dict[str, Any]:
+    def through(self, table: "dict[str, Any]", part: str) -> "dict[str, Any]":
         """The table ``part`` of ``table``, made if absent; in an array of tables, its last element."""
         found = table.get(part)
         if found is None:
@@ -220,7 +235,7 @@ class _Reader:
         if rest and rest[0] != "#":
             raise Decline
 
-    def value(self) -> Any:
+    def value(self) -> "Any":
         line = self.line
         pos = self.pos
         first = line[pos]
@@ -247,7 +262,7 @@ class _Reader:
         self.pos = end
         return scalar(line[pos:end])
 
-    def array(self) -> list[Any]:
+    def array(self) -> "list[Any]":
         items: list[Any] = []
         self.pos += 1
         while True:
@@ -275,7 +290,7 @@ class _Reader:
             if mark != ",":
                 raise Decline
 
-    def inline_table(self) -> dict[str, Any]:
+    def inline_table(self) -> "dict[str, Any]":
         table: dict[str, Any] = {}
         self.pos += 1
         self.skip_spaces()
@@ -299,13 +314,103 @@ class _Reader:
             self.skip_spaces()  # then a key: a trailing comma (TOML 1.1) or a line end is declined there
 
 
+#: The only spellings of our tables' headers that :func:`our_tables` takes: ``[tool.urandom-shim]`` and the tables
+#: under it (``[[tool.urandom-shim.program]]``), bare, without spaces.
+OURS = "tool.urandom-shim"
+
+
+def our_tables(text: str) -> "str | None":
+    """The lines of ``[tool.urandom-shim]`` and of the tables under it, with their headers, out of a pyproject: all
+    that the document says about our table, when it says it only in those headers. None when that is not certain:
+    the whole document is read then.
+
+    Certain means every ``urandom-shim`` in the document is in one of our headers, in the lines under them, or in a
+    plain string value elsewhere (a dependency on us); and the document has no multi-line string (whose lines could
+    look like a header) and no escape that could spell ``urandom-shim`` in a quoted key. Each of our tables runs from
+    its header to the next line that starts with ``[``: if that line is inside one of our arrays instead, the reader
+    fails on the part and the whole document is read. Other tools' tables are not read at all; for every document
+    ``tomllib`` accepts, this gives its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
+    if '"""' in text or "'''" in text or "\\u" in text or "\\U" in text or "\\x" in text:
+        return None
+    many = text.find("[[")
+    while many >= 0:  # [[tool]] makes tool an array of tables, and our table a part of its last element
+        name = text[many + 2 : text.find("]", many)]
+        if name.strip(" \t\"'") == "tool":
+            return None
+        many = text.find("[[", many + 2)
+    parts: list[str] = []
+    found = text.find("urandom-shim")
+    while found >= 0:
+        start = text.rfind("\n", 0, found) + 1
+        end = text.find("\n", found)
+        end = len(text) if end < 0 else end
+        line = text[start:end].strip(" \t")
+        if line[:1] == "[":
+            name = line[2 : line.find("]]")] if line[:2] == "[[" else line[1 : line.find("]")]
+            if name != OURS and not name.startswith(OURS + "."):
+                return None  # our name in a header that is not plainly ours
+            # The table runs to the next line that starts with "[".
+            stop = end
+            while stop < len(text):
+                following = text.find("\n", stop + 1)
+                following = len(text) if following < 0 else following
+                if text[stop + 1 : following].lstrip(" \t")[:1] == "[":
+                    break
+                stop = following
+            parts.append(text[start:stop])
+            end = stop
+        elif not _in_a_value(line):
+            return None
+        found = text.find("urandom-shim", end)
+    return "\n".join(parts)
+
+
+def _in_a_value(line: str) -> bool:
+    """Whether no ``urandom-shim`` on ``line`` can name our table: the line is a comment, a line of plain string
+    array items, or ``key = ...`` with one key that is neither ``tool`` nor ``urandom-shim`` (bare, or quoted, as in
+    hatch's ``"src/urandom-shim.toml" = ...``) and no other key that holds our name."""
+    first = line[:1]
+    if first == "#":
+        return True
+    if first == '"' or first == "'":
+        close = line.find(first, 1)
+        if close > 0 and line[close + 1 :].lstrip(" \t")[:1] == "=":
+            return line[1:close] not in ("urandom-shim", "tool")  # one quoted key, then its value
+        return first == '"' and plain_strings(line.rstrip(" \t]")) is not None
+    key, equals, _value = line.partition("=")
+    key = key.rstrip(" \t")
+    return bool(equals) and key != "tool" and "urandom-shim" not in key and bare(key)
+
+
+def plain_strings(inner: str) -> "list[str] | None":
+    """The items of an array whose inside (between its brackets, over one line or several joined by newlines) is
+    only basic strings without escapes, each followed by a comma but the last, and spaces and line ends; None for any
+    other array, which the general path reads. Splitting at the quotes is exact: without escapes, a ``"`` always
+    opens or closes a string."""
+    if "\\" in inner:
+        return None
+    parts = inner.split('"')
+    if len(parts) % 2 == 0 or parts[0].strip(" \t\n"):
+        return None
+    if len(parts) == 1:
+        return []
+    items = parts[1::2]
+    if set(map(str.strip, parts[2:-1:2], [" \t\n"] * (len(parts) // 2 - 1))) - {","}:
+        return None  # two strings without one comma between them, or anything else between them
+    if parts[-1].strip(" \t\n") not in ("", ","):
+        return None
+    if "\n" in "".join(items):
+        return None  # a string would span lines: TOML does not allow that
+    return items
+
+
 def bare(key: str) -> bool:
     """Whether ``key`` is a bare key: one or more of A-Z, a-z, 0-9, ``_`` and ``-``. (``str.strip`` with those 64
     characters would say it in one call, but costs ten times as much.)"""
     return key != "" and key.isascii() and (key.replace("-", "").replace("_", "") or "a").isalnum()
 
 
-def scalar(token: str) -> bool | int | float:
+def scalar(token: str) -> "bool | int | float":
     """``true``, ``false``, a decimal integer or a plain decimal fraction; :class:`Decline` for anything else."""
     if token == "true":
         return True
