@@ -566,8 +566,9 @@ def test_program_globs_match_as_fnmatch_does(pattern: str, name: str) -> None:
         expected = fnmatch.fnmatchcase(name, pattern)
     except re.error:  # "[z-a]" before Python 3.10; from 3.10 on, an empty range matches nothing
         expected = False
-    assert _glob.matches(pattern, name) == expected
-    assert not _glob.matches(pattern, name + "\x00") or pattern.endswith("*")
+    for matches in (_glob.matches, _config.glob_matches):
+        assert matches(pattern, name) == expected
+        assert not matches(pattern, name + "\x00") or pattern.endswith("*")
 
 
 @settings(max_examples=300, deadline=None)
@@ -581,6 +582,15 @@ def test_program_globs_agree_with_fnmatch_on_any_pattern(pattern: str, name: str
     except re.error:  # a reversed range ("[b-a]") before Python 3.10; from 3.10 on it matches nothing
         expected = False
     assert _glob.matches(pattern, name) == expected, (pattern, name)
+    assert _config.glob_matches(pattern, name) == expected, (pattern, name)
+
+
+@settings(max_examples=500, deadline=None)
+@given(pattern=st.text("ab*.-", max_size=10), name=st.text("ab.-", max_size=12))
+def test_plain_star_globs_are_matched_without_loading_the_glob_module_as_fnmatch_does(pattern: str, name: str) -> None:
+    import fnmatch
+
+    assert _config.glob_matches(pattern, name) == fnmatch.fnmatchcase(name, pattern), (pattern, name)
 
 
 def test_a_pathological_glob_is_matched_without_backtracking(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Glob matching for ``[[program]]`` rules, as ``fnmatch.fnmatchcase`` does it but without backtracking.
 
-Loaded only when a file has rules. ``fnmatch`` is not used: Python 3.8's backtracks, so that
-``'*a*a*a*a*a*a*a*a*a*ab'`` against a long name took 20 s at every start, and it imports ``re``.
+Loaded only for a rule whose pattern has ``?`` or ``[`` (``_config.glob_matches`` matches the rest). ``fnmatch``
+is not used: Python 3.8's backtracks, so that ``'*a*a*a*a*a*a*a*a*a*ab'`` against a long name took 20 s at every
+start, and it imports ``re``.
 """
 
 
