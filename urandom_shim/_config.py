@@ -585,7 +585,9 @@ def resolve(
 
     # 3b. The file the program's top-level package ships: what an installed app carries, where no pyproject is.
     if who.package is not None and not ignore_environment:
-        package_file = os.path.join(who.package, _sources.PACKAGE_FILE)
+        from . import _programs  # loaded already: only it finds a package
+
+        package_file = os.path.join(who.package, _programs.PACKAGE_FILE)
         optional_file(package_file, f"{package_file} (the app's package file)")
     # 4. The user's file.
     user_path = _sources.user_file(environ, ignore_environment)

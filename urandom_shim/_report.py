@@ -8,7 +8,7 @@ import os
 import shutil
 import sys
 
-from . import __version__, _config, _messages, _policies, _readiness, _simulation, _sources
+from . import __version__, _config, _messages, _policies, _programs, _readiness, _simulation, _sources
 from ._state import state
 
 TYPE_CHECKING = False
@@ -278,7 +278,7 @@ def module_exists(name: str, cwd: str | None) -> bool:
     top = name.split(".")[0]
     if cwd is not None and importlib.machinery.PathFinder.find_spec(top, [cwd]) is not None:
         return True
-    if _sources.find_module(name, list(sys.path))[0] is not None:
+    if _programs.find_module(name, list(sys.path), _sources.installation_directory)[0] is not None:
         return True
     try:
         return importlib.util.find_spec(top) is not None
@@ -296,10 +296,10 @@ def wheel_without_settings(who: _sources.Invocation, settings: _policies.Setting
         package = who.anchor
     if package is None or "-packages" not in package or settings.policy.source != "default":
         return None
-    if os.path.exists(os.path.join(package, _sources.PACKAGE_FILE)):
+    if os.path.exists(os.path.join(package, _programs.PACKAGE_FILE)):
         return None
     return _messages.CHECK_WHEEL_WITHOUT_PACKAGE_FILE.format(
-        package=package, file=os.path.join(package, _sources.PACKAGE_FILE), name=_sources.PACKAGE_FILE
+        package=package, file=os.path.join(package, _programs.PACKAGE_FILE), name=_programs.PACKAGE_FILE
     )
 
 
