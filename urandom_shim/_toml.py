@@ -21,9 +21,10 @@ file, a project's ``[tool.urandom-shim]``) used to import ``tomllib``, which imp
 and (3.13) ``typing``; ``tomli`` before 3.11 adds ``enum``, ``collections`` and ``functools``. That import cost more
 than the rest of an unready start: a two-line machine file took it from 1.49x to 3.37x an interpreter without the
 shim, on 3.11. This module imports nothing, costs about 0.8 M instructions to load, reads a two-line file in about
-0.1 M and a 7.6 KB ``pyproject.toml`` in about 4 M (tomllib: about 70 M to import, 15 M to parse it); see
-docs/explanation/design-decisions.md. A differential Hypothesis property (tests/test_toml_reader.py) holds it to the
-full parser's results and messages on every interpreter.
+0.1 M, and a 7.6 KB ``pyproject.toml`` in about 0.3 M when :func:`our_tables` can take our lines out of it (about
+3.7 M read whole; tomllib: about 70 M to import, 15 M to parse it); see docs/explanation/design-decisions.md.
+Differential Hypothesis properties (tests/test_toml_reader.py) hold both to the full parser's results and messages
+on every interpreter.
 """
 
 TYPE_CHECKING = False
