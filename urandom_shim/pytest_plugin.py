@@ -2,8 +2,7 @@
 
 PYTEST_DONT_REWRITE
 
-One piece, though over 500 lines: it is the ``pytest11`` entry point (pyproject.toml), and pytest finds a plugin's hooks,
-fixtures and options in that one module.
+One piece, though over 500 lines: the ``pytest11`` entry point, where pytest finds every hook and fixture.
 
 pytest loads it through the ``pytest11`` entry point ``urandom_shim``. On its own it only registers two fixtures, a
 marker and two options; nothing is patched until a test asks for it:

@@ -7,11 +7,6 @@ import sys
 
 from .launch import EXIT_NOT_EXECUTABLE, EXIT_NOT_FOUND
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
-
 EXIT_PROBLEMS = 1
 EXIT_TIMEOUT = 1
 EXIT_USAGE = 2
@@ -41,6 +36,8 @@ class UsageError(Exception):
 
 
 def silence_stdout() -> None:
+    """Point standard output at /dev/null: after a write failed, the interpreter's own flush at exit must not fail
+    again."""
     try:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())

@@ -14,10 +14,6 @@ from ..report import text as report_text
 from . import exits, text
 from .exits import EXIT_CANNOT_WRITE, EXIT_NOTHING_READ, EXIT_PROBLEMS, UsageError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
 
 def cmd_report(args: argparse.Namespace) -> int:
     for option, given in (("--events", args.events), ("--journal-file", args.journal_file)):

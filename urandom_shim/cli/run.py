@@ -15,10 +15,6 @@ from . import launch
 from .exits import EXIT_NOT_EXECUTABLE, UsageError
 from .launch import PROG
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
 
 def _settings_from(args: argparse.Namespace) -> dict[str, str]:
     settings = {}

@@ -11,10 +11,6 @@ from . import facts, text
 from .exits import EXIT_NO_SUCH_PROGRAM, EXIT_PROBLEMS, UsageError
 from .launch import PROG
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
 
 def cmd_status(args: argparse.Namespace) -> int:
     report = facts.status_report()

@@ -10,10 +10,6 @@ from .. import _messages, _readiness, _simulation
 from . import facts, text
 from .exits import EXIT_INTERRUPTED, EXIT_TIMEOUT
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    pass
-
 
 def cmd_wait(args: argparse.Namespace) -> int:
     import time
