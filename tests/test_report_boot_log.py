@@ -1,4 +1,5 @@
-"""What the journal and the kernel log say about a boot (``urandom_shim._bootlog``, for ``urandom-shim report``).
+"""What the journal and the kernel log say about a boot, for ``urandom-shim report`` (``urandom_shim.report``:
+``journal``, ``kernel_log``, ``shim_lines``, ``stalls``).
 
 The sample, ``tests/data/journal-debian12-cloud-init.jsonl``, is a first boot of Debian 12 with cloud-init 22.4 on the
 6.12 kernel, with the times measured on such a boot (SPEC section 7): ``cloud-init-local.service`` started at 15.76 s,
@@ -6,7 +7,7 @@ the kernel logged ``random: crng init done`` at 17.40 s while that interpreter w
 came at 19.41 s. ``early-setup.service`` (Python, started at 15.81 s with ``PYTHONHASHSEED`` set) ran inside the window
 and wrote two event lines of the shim in report mode; ``systemd-random-seed.service`` started at 16.92 s and is not
 Python. The two event lines are ``_events.describe()`` of :data:`EARLY_CALL` and :data:`EARLY_REPEAT`; after a change
-of their wording, ``PYTHONPATH=. python tests/test_bootlog.py`` writes them into the sample again.
+of their wording, ``PYTHONPATH=. python tests/test_report_boot_log.py`` writes them into the sample again.
 """
 
 from __future__ import annotations
@@ -775,7 +776,9 @@ def test_a_run_after_a_restart_is_not_the_run_that_started_before_the_crng() -> 
 
 def test_the_samples_event_lines_are_what_describe_writes() -> None:
     lines = [journal.message(entry) for entry in sample() if journal.message(entry).startswith("urandom-shim: ")]
-    assert lines == sample_shim_lines(), "the events' wording changed: run `PYTHONPATH=. python tests/test_bootlog.py`"
+    assert lines == sample_shim_lines(), (
+        "the events' wording changed: run `PYTHONPATH=. python tests/test_report_boot_log.py`"
+    )
 
 
 def test_events_from_the_samples_journal() -> None:
