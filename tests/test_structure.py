@@ -199,3 +199,73 @@ def test_the_field_check_reads_a_call_as_written(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("_messages.A.format(x=1, y=2)\n_messages.B.format(*args)\nother.C.format(z=3)\n")
     assert format_calls(module) == [(1, "A", {"x", "y"}), (2, "B", None)]
+
+
+# -- the map of CONTRIBUTING.md ("Where things are") -----------------------------------------------------------------
+
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+#: The top-level files that run outside the package: start-up, and the bootstrap of `run`.
+TOP_LEVEL = ("_urandom_shim_boot.py", "sitecustomize.py")
+#: What the map's third column may say.
+AT_START = {"every start", "ready path", "unready path", "under `run`", "no"}
+
+
+def map_rows(text: str) -> list[list[str]]:
+    """The rows of the tables in ``text``'s "Where things are" section, each as its cells (header rows left out)."""
+    section = text.split("\n## Where things are\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def named(cell: str) -> list[str]:
+    """The file names written as code in a cell: ``test_a.py``, ``urandom_shim/cli/main.py``."""
+    import re
+
+    return [name for name in re.findall(r"`([^`]+)`", cell) if name.endswith((".py", "/"))]
+
+
+def test_the_map_names_every_module_and_only_modules_that_exist() -> None:
+    rows = map_rows(CONTRIBUTING.read_text(encoding="utf-8"))
+    modules = [row[0].strip("`") for row in rows if len(row) == 4]
+    files = {path.relative_to(ROOT).as_posix() for path in PACKAGE.rglob("*.py")} | set(TOP_LEVEL)
+    assert len(modules) == len(set(modules)), "a module is in the map twice"
+    assert not set(modules) - files, f"in the map, but no such file: {sorted(set(modules) - files)}"
+    assert not files - set(modules), f"not in CONTRIBUTING.md's map: {sorted(files - set(modules))}"
+
+
+def test_the_map_says_when_each_module_runs_and_names_its_tests_which_exist() -> None:
+    rows = map_rows(CONTRIBUTING.read_text(encoding="utf-8"))
+    module_rows = [row for row in rows if len(row) == 4]
+    other_rows = [row for row in rows if len(row) == 2]
+    assert module_rows and other_rows and len(module_rows) + len(other_rows) == len(rows), rows
+    tests = ROOT / "tests"
+    named_tests: set[str] = set()
+    for module, job, at_start, its_tests in module_rows:
+        assert job and at_start.split(",")[0] in AT_START, (module, at_start)
+        assert named(its_tests), f"{module}: the map names none of its tests"
+        named_tests.update(named(its_tests))
+    for files, what in other_rows:
+        assert what, files
+        named_tests.update(named(files))
+    missing = sorted(name for name in named_tests if not (ROOT / name if "/" in name else tests / name).exists())
+    assert not missing, f"the map names tests that don't exist: {missing}"
+    unmapped = sorted(path.name for path in tests.glob("test_*.py") if path.name not in named_tests)
+    assert not unmapped, f"tests the map does not name: {unmapped}"
+
+
+def test_the_map_says_which_modules_run_at_interpreter_start_and_the_subpackages_never_do() -> None:
+    rows = {row[0].strip("`"): row[2] for row in map_rows(CONTRIBUTING.read_text(encoding="utf-8")) if len(row) == 4}
+    assert rows["_urandom_shim_boot.py"] == "every start"
+    for module, at_start in rows.items():
+        if module.startswith(("urandom_shim/cli/", "urandom_shim/report/")) or module.endswith("pytest_plugin.py"):
+            assert at_start == "no", (module, at_start)
+    # What start-up imports is the map's "at start" set: nothing outside it is imported by a module in it.
+    edges = graph()
+    starting = {
+        module_name(ROOT / name) for name, at in rows.items() if at != "no" and name.startswith("urandom_shim/")
+    }
+    for name in starting:
+        assert edges[name] <= starting, f"{name} runs at start and imports {sorted(edges[name] - starting)}"
