@@ -690,3 +690,28 @@ def test_simulate_until_a_file_that_does_not_exist_is_a_usage_error(
         "urandom-shim simulate: error: --unready-until-file 'nope' does not exist, so the simulated CRNG would be ready "
         "from the start; create the file first, and delete it to make the CRNG ready"
     )
+
+
+def test_every_command_of_the_parser_has_its_function_and_loads_only_its_own_module() -> None:
+    import subprocess
+
+    from urandom_shim.cli import parser
+
+    _parser, subs = parser.build_parser()
+    assert {name: cli.command(name).__name__ for name in subs} == {name: f"cmd_{name}" for name in subs}
+    with pytest.raises(KeyError):
+        cli.command("nonesuch")
+    # `run` (at early boot) imports neither the other commands nor the report package.
+    code = "import sys, urandom_shim.cli.main as m; m.command('run'); print(sorted(sys.modules))"
+    env = {**os.environ, "PYTHONPATH": str(Path(urandom_shim.__file__).parent.parent)}  # this checkout
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout
+    for module in (
+        "urandom_shim.cli.status",
+        "urandom_shim.cli.wait",
+        "urandom_shim.cli.report",
+        "urandom_shim.report",
+    ):
+        assert repr(module) not in loaded, module
+    assert "'urandom_shim.cli.run'" in loaded

@@ -16,7 +16,7 @@ import os
 import sys
 
 from .. import _config, _hashseed, _messages
-from . import exits, parser, report, run, status, wait
+from . import exits, parser
 from .exits import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_PROBLEMS, EXIT_USAGE, UsageError
 from .launch import PROG
 
@@ -28,14 +28,26 @@ if TYPE_CHECKING:
 __all__ = ["main"]
 
 
-COMMANDS: dict[str, Callable[[Any], int]] = {
-    "status": status.cmd_status,
-    "check": status.cmd_check,
-    "wait": wait.cmd_wait,
-    "run": run.cmd_run,
-    "simulate": run.cmd_simulate,
-    "report": report.cmd_report,
-}
+def command(name: str) -> Callable[[Any], int]:
+    """The function of the command ``name``. Only its own module is imported: each command starts as it did when the
+    command line was one module, ``run`` (which starts programs at early boot) without the others."""
+    if name in ("status", "check"):
+        from . import status
+
+        return status.cmd_status if name == "status" else status.cmd_check
+    if name == "wait":
+        from . import wait
+
+        return wait.cmd_wait
+    if name in ("run", "simulate"):
+        from . import run
+
+        return run.cmd_run if name == "run" else run.cmd_simulate
+    if name == "report":
+        from . import report
+
+        return report.cmd_report
+    raise KeyError(name)  # a command the parser knows and this function does not
 
 
 def restore_callers_hash_seed() -> bool:
@@ -70,7 +82,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if launched and args.subcommand in REPORTS_VARIABLES:
         _config.report_environment()
     try:
-        return COMMANDS[args.subcommand](args)
+        return command(args.subcommand)(args)
     except UsageError as exc:
         sub.print_usage(sys.stderr)
         sys.stderr.write(f"{sub.prog}: error: {exc}\n")

@@ -9,13 +9,15 @@ import errno
 import sys
 
 from .. import _messages
-from ..report import gather, verdict
-from ..report import text as report_text
 from . import exits, text
 from .exits import EXIT_CANNOT_WRITE, EXIT_NOTHING_READ, EXIT_PROBLEMS, UsageError
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    # Here, not at the top: the other commands (`run` at early boot among them) start without the report package.
+    from ..report import gather, verdict
+    from ..report import text as report_text
+
     for option, given in (("--events", args.events), ("--journal-file", args.journal_file)):
         if given == "":
             raise UsageError(_messages.REPORT_EMPTY_PATH.format(option=option))

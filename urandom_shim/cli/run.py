@@ -9,8 +9,6 @@ import os
 import sys
 
 from .. import _config, _messages, _policies
-from ..report import gather
-from ..report import text as report_text
 from . import launch
 from .exits import EXIT_NOT_EXECUTABLE, UsageError
 from .launch import PROG
@@ -91,6 +89,9 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
     import signal
     import subprocess
     import tempfile
+
+    from ..report import gather
+    from ..report import text as report_text
 
     child: list[subprocess.Popen[bytes]] = []
     pending: list[int] = []
