@@ -120,7 +120,7 @@ def test_an_internal_error_is_one_line_without_a_traceback(
     def broken() -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(facts, "status_report", broken)
+    monkeypatch.setattr(facts, "status_facts", broken)
     code, out, err = run_main(capsys, "status")
     assert code == 70 and out == ""
     assert err == (
@@ -135,7 +135,7 @@ def test_urandom_shim_debug_shows_the_traceback_of_an_internal_error(
     def broken() -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(facts, "status_report", broken)
+    monkeypatch.setattr(facts, "status_facts", broken)
     monkeypatch.setenv("URANDOM_SHIM_DEBUG", "1")
     code, _out, err = run_main(capsys, "status")
     assert code == 70
@@ -147,7 +147,7 @@ def test_ctrl_c_in_any_command_exits_130(capsys: pytest.CaptureFixture[str], mon
     def interrupted() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(facts, "status_report", interrupted)
+    monkeypatch.setattr(facts, "status_facts", interrupted)
     assert run_main(capsys, "status")[0] == 130
 
 

@@ -122,7 +122,7 @@ def parsed_fields(event: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-#: What each action says the policy table chose, independently of _bootlog's table.
+#: What each action says the policy table chose, independently of shim_lines' table.
 WOULD_IN_ENFORCE = {
     "untouched": "untouched",
     "waited": "wait",

@@ -168,7 +168,7 @@ def activation_facts() -> dict[str, Any]:
     }
 
 
-def status_report() -> dict[str, Any]:
+def status_facts() -> dict[str, Any]:
     """Everything ``status`` says, as one JSON-ready object."""
     problems: list[str] = []
     simulation = simulation_facts(problems)
@@ -329,7 +329,7 @@ def events_file_state(path: str | None) -> str | None:
     return "appended to"
 
 
-def check_report(target: str | None) -> dict[str, Any]:
+def check_facts(target: str | None) -> dict[str, Any]:
     """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
     would get, every source tried and what it contributed, and the problems an interpreter would print."""
     who, described = program(target)

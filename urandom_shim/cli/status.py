@@ -13,7 +13,7 @@ from .launch import PROG
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    report = facts.status_report()
+    report = facts.status_facts()
     if args.json:
         text.write_json(report)
     else:
@@ -25,7 +25,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.module is not None and args.target is not None:
         raise UsageError(_messages.CHECK_FOR_AND_MODULE)
     try:
-        report = facts.check_report(args.target if args.module is None else f"-m {args.module}")
+        report = facts.check_facts(args.target if args.module is None else f"-m {args.module}")
     except facts.NoSuchProgram as exc:
         sys.stderr.write(f"{PROG} check: {exc}\n")
         return EXIT_NO_SUCH_PROGRAM
