@@ -43,7 +43,7 @@ PACKAGES = (
     "mount",  # the overlay /etc of machine_file_in_etc (tests/conftest.py)
     "ca-certificates",
     "valgrind",  # benchmarks/bench.py's instruction counts
-    "git",  # tests/test_newcomer_path.py asks git what .gitignore covers
+    "git",  # tests/test_cli_newcomer_path.py asks git what .gitignore covers
 )
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "urandom-shim" / "sid"
 

@@ -1,6 +1,6 @@
 """The command line, in-process: every subcommand and every error path through ``main(argv)``, with ``capsys``.
 
-``run`` and ``simulate`` end in ``os.execve``; here ``_launch._exec`` is replaced by a recorder, so these tests see the
+``run`` and ``simulate`` end in ``os.execve``; here ``launch._exec`` is replaced by a recorder, so these tests see the
 exact program, arguments and environment the command would get. tests/test_cli_installed.py runs the real thing.
 """
 
@@ -18,7 +18,9 @@ from typing import Any
 import pytest
 
 import urandom_shim
-from urandom_shim import _cli, _launch, _report, _simulation, _state
+from urandom_shim import _simulation, _state
+from urandom_shim.cli import facts, launch
+from urandom_shim.cli import main as cli
 
 
 @pytest.fixture(autouse=True)
@@ -52,7 +54,7 @@ def executed(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, list[str], dict
     def record(path: str, argv: list[str], env: dict[str, str]) -> None:
         calls.append((path, argv, env))
 
-    monkeypatch.setattr(_launch, "_exec", record)
+    monkeypatch.setattr(launch, "_exec", record)
     return calls
 
 
@@ -62,7 +64,7 @@ def bootstrap(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     directory = tmp_path / "urandom_shim" / "_bootstrap"
     directory.mkdir(parents=True)
     (directory / "sitecustomize.py").write_text("")
-    monkeypatch.setattr(_launch, "bootstrap_directory", lambda: str(directory))
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: str(directory))
     return directory
 
 
@@ -73,11 +75,11 @@ def not_installed(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delattr("sys._urandom_shim_boot", raising=False)
     monkeypatch.setattr(_state.state, "activated_by", None)
     monkeypatch.setattr(_state.state, "inactive_reason", None)
-    monkeypatch.setattr(_report, "pth_locations", lambda: ["/nonexistent/site-packages/urandom_shim.pth"])
+    monkeypatch.setattr(facts, "pth_locations", lambda: ["/nonexistent/site-packages/urandom_shim.pth"])
 
 
 def run_main(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = _cli.main(list(argv))
+    code = cli.main(list(argv))
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -118,7 +120,7 @@ def test_an_internal_error_is_one_line_without_a_traceback(
     def broken() -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_report, "status_report", broken)
+    monkeypatch.setattr(facts, "status_facts", broken)
     code, out, err = run_main(capsys, "status")
     assert code == 70 and out == ""
     assert err == (
@@ -133,7 +135,7 @@ def test_urandom_shim_debug_shows_the_traceback_of_an_internal_error(
     def broken() -> None:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(_report, "status_report", broken)
+    monkeypatch.setattr(facts, "status_facts", broken)
     monkeypatch.setenv("URANDOM_SHIM_DEBUG", "1")
     code, _out, err = run_main(capsys, "status")
     assert code == 70
@@ -145,7 +147,7 @@ def test_ctrl_c_in_any_command_exits_130(capsys: pytest.CaptureFixture[str], mon
     def interrupted() -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(_report, "status_report", interrupted)
+    monkeypatch.setattr(facts, "status_facts", interrupted)
     assert run_main(capsys, "status")[0] == 130
 
 
@@ -499,7 +501,7 @@ def test_run_without_options_only_adds_the_bootstrap(
 def test_run_warns_when_the_bootstrap_is_missing_and_still_runs(
     capsys: pytest.CaptureFixture[str], executed: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_launch, "bootstrap_directory", lambda: None)
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: None)
     code, _out, err = run_main(capsys, "run", "--policy", "pep524", "--", "true")
     assert code == 0 and len(executed) == 1
     assert err.startswith("urandom-shim: run: the bootstrap directory is missing from this installation")
@@ -646,7 +648,7 @@ def test_run_when_exec_fails_exits_126_with_the_reason(
     def fail(path: str, argv: list[str], env: dict[str, str]) -> None:
         raise error
 
-    monkeypatch.setattr(_launch, "_exec", fail)
+    monkeypatch.setattr(launch, "_exec", fail)
     code, _out, err = run_main(capsys, "run", "--", "true")
     assert code == 126
     assert err.startswith("urandom-shim run: ") and err.endswith(f"true: cannot execute: {reason}\n")
@@ -688,3 +690,28 @@ def test_simulate_until_a_file_that_does_not_exist_is_a_usage_error(
         "urandom-shim simulate: error: --unready-until-file 'nope' does not exist, so the simulated CRNG would be ready "
         "from the start; create the file first, and delete it to make the CRNG ready"
     )
+
+
+def test_every_command_of_the_parser_has_its_function_and_loads_only_its_own_module() -> None:
+    import subprocess
+
+    from urandom_shim.cli import parser
+
+    _parser, subs = parser.build_parser()
+    assert {name: cli.command(name).__name__ for name in subs} == {name: f"cmd_{name}" for name in subs}
+    with pytest.raises(KeyError):
+        cli.command("nonesuch")
+    # `run` (at early boot) imports neither the other commands nor the report package.
+    code = "import sys, urandom_shim.cli.main as m; m.command('run'); print(sorted(sys.modules))"
+    env = {**os.environ, "PYTHONPATH": str(Path(urandom_shim.__file__).parent.parent)}  # this checkout
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)
+    assert done.returncode == 0, done.stderr
+    loaded = done.stdout
+    for module in (
+        "urandom_shim.cli.status",
+        "urandom_shim.cli.wait",
+        "urandom_shim.cli.report",
+        "urandom_shim.report",
+    ):
+        assert repr(module) not in loaded, module
+    assert "'urandom_shim.cli.run'" in loaded

@@ -185,7 +185,7 @@ def test_python_dash_m_http_server_serves(shim: Venv, policy: str, state: str, t
 
 # -- flags and modes --------------------------------------------------------------------------------------------------
 
-STATUS = "import sys, urandom_shim._cli as c; sys.exit(c.main(['status', '--json']))"
+STATUS = "import sys, urandom_shim.cli.main as c; sys.exit(c.main(['status', '--json']))"
 
 
 def status_json(venv: Venv, flags: tuple[str, ...], env: dict[str, str]) -> dict[str, Any]:
@@ -279,6 +279,6 @@ def test_a_zipapp_made_by_the_zipapp_module_runs_and_matches_a_program_rule(shim
     env = {"URANDOM_SHIM_MACHINE_CONFIG": str(machine), **UNREADY}
     result = shim.run(str(target), env=env)
     assert result.stdout == "8\n", result.stderr
-    code = f"import sys, urandom_shim._cli as c; sys.exit(c.main(['check', '--for', {str(target)!r}]))"
+    code = f"import sys, urandom_shim.cli.main as c; sys.exit(c.main(['check', '--for', {str(target)!r}]))"
     check = shim.run("-c", code, env=env)
     assert "[[program]] match = 'cron-helper*'" in check.stdout, check.stdout + check.stderr

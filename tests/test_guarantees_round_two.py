@@ -258,6 +258,6 @@ def test_run_gives_no_seed_to_an_interpreter_that_would_keep_it_for_its_children
     """An interpreter started with -S runs no site, so no shim takes run's seed out of its environment; one started
     with -E or -I ignores it but passes it on: its children, whatever their policy and however late they start, would
     run with it (the review of round two, F3)."""
-    from urandom_shim import _launch
+    from urandom_shim.cli import launch
 
-    assert _launch.starts_without_the_shim(options) is keeps_it
+    assert launch.starts_without_the_shim(options) is keeps_it

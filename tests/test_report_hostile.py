@@ -28,7 +28,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urandom_shim
-from urandom_shim import _bootlog, _cli, _eventreport, _events, _policies
+from urandom_shim import _events, _policies
+from urandom_shim.cli import exits
+from urandom_shim.cli import main as cli
+from urandom_shim.report import journal, shim_lines, verdict
 
 #: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
 PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
@@ -58,16 +61,16 @@ GENUINE = {
 
 @pytest.fixture(autouse=True)
 def fresh_patterns() -> Iterator[None]:
-    _bootlog._patterns_cache.clear()
+    shim_lines._patterns_cache.clear()
     yield
-    _bootlog._patterns_cache.clear()
+    shim_lines._patterns_cache.clear()
 
 
 def report(*args: str) -> tuple[int, str, str]:
     """``urandom-shim report ARGS`` in this process: (exit status, stdout, stderr)."""
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _cli.main(["report", *args])
+        code = cli.main(["report", *args])
     return code, out.getvalue(), err.getvalue()
 
 
@@ -370,13 +373,13 @@ def test_an_empty_events_file_is_read_nothing(tmp_path: Path, content: str) -> N
 
 
 def test_nothing_at_all_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("urandom_shim._eventreport.default_events_path", lambda: None)
+    monkeypatch.setattr("urandom_shim.report.gather.default_events_path", lambda: None)
     code, _out, err = report("--no-journal", "--fail-for", "pep522")
     assert code == EXIT_NOTHING_READ and "nothing was read" in err, err
 
 
 def test_a_journal_that_cant_be_read_fails_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("urandom_shim._eventreport.default_events_path", lambda: None)
+    monkeypatch.setattr("urandom_shim.report.gather.default_events_path", lambda: None)
     monkeypatch.setenv("PATH", str(tmp_path))  # no journalctl
     code, _out, err = report("--fail-for", "pep522")
     assert code == EXIT_NOTHING_READ and "journalctl is not installed here" in err, err
@@ -387,8 +390,8 @@ def test_a_journal_that_cant_be_read_fails_the_gate(tmp_path: Path, monkeypatch:
 
 
 def test_a_journal_only_this_user_may_read_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("urandom_shim._eventreport.default_events_path", lambda: None)
-    monkeypatch.setattr(_bootlog, "read_journal", lambda path=None: ([], _bootlog.JOURNAL_PERMISSION_DENIED))
+    monkeypatch.setattr("urandom_shim.report.gather.default_events_path", lambda: None)
+    monkeypatch.setattr(journal, "read_journal", lambda path=None: ([], journal.JOURNAL_PERMISSION_DENIED))
     code, _out, err = report("--fail-for", "pep522", "--allow-empty")
     assert code == EXIT_NOTHING_READ and "can't read the system journal" in err, err
 
@@ -532,7 +535,7 @@ def test_a_journal_line_with_a_huge_number_is_rejected_and_json_stays_json(tmp_p
         text = FORGED_TEXT.replace("2.00 s after boot", f"{digits}.00 s after boot")
     else:
         text = FORGED_TEXT.split(": used")[0] + f": {digits} more like it, not shown one by one."
-    assert _bootlog.parse_line.__name__  # the line reads as the shim's: the number alone is out of range
+    assert shim_lines.parse_line.__name__  # the line reads as the shim's: the number alone is out of range
     entry = {**GENUINE, "MESSAGE": text}
     code, out, err = report("--journal-file", str(journal_file(tmp_path, entry)), "--json")
     assert code == 0, err
@@ -550,7 +553,7 @@ def test_an_entry_with_a_huge_timestamp_is_counted_and_read_without_a_time(tmp_p
     code, out, err = report("--journal-file", str(journal_file(tmp_path, *entries)), "--fail-for", "pep522")
     assert code == 1 and "internal error" not in err, (out, err)
     assert "1 entry with a timestamp that is not a time since boot (read without a time)" in out
-    assert _bootlog.at(entries[0]) != _bootlog.at(entries[0])  # NaN: no time
+    assert journal.at(entries[0]) != journal.at(entries[0])  # NaN: no time
     # A line of the shim with such a timestamp still counts: a finding is never taken away.
     entry = {**GENUINE, "MESSAGE": FORGED_TEXT, "__MONOTONIC_TIMESTAMP": stamp}
     code, out, _err = report("--journal-file", str(journal_file(tmp_path, entry)), "--fail-for", "pep522")
@@ -564,13 +567,13 @@ def test_grouping_many_journal_repeats_is_linear() -> None:
         for n in range(20_000)
     ]
     start = time.monotonic()
-    (program,) = _eventreport.group(events, None)
+    (program,) = verdict.group(events, None)
     assert time.monotonic() - start < 10, "quadratic: the old scan took 35 s"
     assert len(program["calls"]) == 20_000 and "sites" not in program
     # A repeat still joins the first call site it matches, whatever came between.
     call = {**events[0], "event": "call", "from": "journal", "policy": "pep524", "action": "waited", "count": None}
     events = [call, *events[1:3], {**events[0], "count": 5}]
-    (program,) = _eventreport.group(events, None)
+    (program,) = verdict.group(events, None)
     assert [c["count"] for c in program["calls"] if c["caller"] == "/x.py:0"] == [6]
 
 
@@ -583,13 +586,13 @@ def test_a_report_that_cannot_be_written_says_so_in_one_line(monkeypatch: pytest
     err = io.StringIO()
     monkeypatch.setattr(sys, "stderr", err)
     monkeypatch.setattr(sys, "stdout", _Full())
-    monkeypatch.setattr(_cli, "_silence_stdout", lambda: None)
-    assert _cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal"]) == 74
+    monkeypatch.setattr(exits, "silence_stdout", lambda: None)
+    assert cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal"]) == 74
     assert err.getvalue() == "urandom-shim: cannot write the report: No space left on device; exit status 74.\n"
     monkeypatch.setattr(sys, "stdout", None)  # `>&-`
     err.truncate(0)
     err.seek(0)
-    assert _cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal", "--json"]) == 74
+    assert cli.main(["report", "--events", str(SAMPLE_EVENTS), "--no-journal", "--json"]) == 74
     assert "cannot write the report: standard output is closed" in err.getvalue()
     assert "internal error" not in err.getvalue()
 

@@ -29,7 +29,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urandom_shim
-from urandom_shim import _cli, _eventreport, _events, _policies, _readiness, _simulation
+from urandom_shim import _events, _policies, _readiness, _simulation
+from urandom_shim.cli import main as cli
+from urandom_shim.report import gather
 
 DATA = Path(__file__).resolve().parent / "data"
 SAMPLE = DATA / "events-sample.jsonl"
@@ -183,7 +185,7 @@ def test_event_lines_carry_no_control_characters_from_argv_or_paths() -> None:
 
 
 def test_the_verdicts_on_a_recorded_sample() -> None:
-    report = _eventreport.gather(str(SAMPLE), journal=False)
+    report = gather.gather(str(SAMPLE), journal=False)
     names = [program["name"] for program in report["programs"]]
     assert names == ["early-setup.service", "cloud-setup.py", "init-jitter.py", "legacy-tool.py"]
     verdict = report["verdict"]
@@ -204,7 +206,7 @@ def test_the_verdicts_on_a_recorded_sample() -> None:
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str]:
-    code = _cli.main(list(args))
+    code = cli.main(list(args))
     return code, capsys.readouterr().out
 
 
@@ -236,13 +238,13 @@ def test_report_skips_what_is_not_an_event_and_says_so(tmp_path: Path, capsys: p
 
 
 def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) -> None:
-    from urandom_shim import _launch
+    from urandom_shim.cli import launch
 
     monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
     env = {"URANDOM_POLICY": "legacy", "PATH": os.environ.get("PATH", "")}
     python = os.path.realpath(sys.executable)  # an interpreter itself, as `run` must see to give a seed at all
-    assert _launch.start_without_waiting([python, "x.py"], dict(env)) is True  # the control: legacy gets one
-    assert _launch.start_without_waiting([python, "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
+    assert launch.start_without_waiting([python, "x.py"], dict(env)) is True  # the control: legacy gets one
+    assert launch.start_without_waiting([python, "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
 
 
 # -- real interpreters ------------------------------------------------------------------------------------------------
@@ -414,7 +416,7 @@ JOURNAL = DATA / "journal-debian12-cloud-init.jsonl"
 def test_the_report_of_a_boots_journal_shows_the_calls_and_the_stall_the_shim_cant_see(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    report = _eventreport.gather(None, journal=False, journal_file=str(JOURNAL))
+    report = gather.gather(None, journal=False, journal_file=str(JOURNAL))
     assert round(report["crng_init_done"], 2) == 17.4 and report["sources"]["kernel"]["source"] == "the journal"
     (early,) = report["programs"]
     assert early["name"] == "early-setup.service" and early["first_call_after_crng"] == -1.039
@@ -431,13 +433,13 @@ def test_the_report_of_a_boots_journal_shows_the_calls_and_the_stall_the_shim_ca
 
 
 def test_an_event_in_both_the_file_and_the_journal_counts_once(tmp_path: Path) -> None:
-    from urandom_shim import _bootlog
+    from urandom_shim.report import journal, shim_lines
 
-    entries, _problem = _bootlog.read_journal(str(JOURNAL))
-    (first, _repeat) = _bootlog.events_from_journal(entries)
+    entries, _problem = journal.read_journal(str(JOURNAL))
+    (first, _repeat) = shim_lines.events_from_journal(entries)
     events = tmp_path / "events.jsonl"
     events.write_text(_events.dumps({k: v for k, v in first.items() if k != "from"}) + "\n")
-    report = _eventreport.gather(str(events), journal=False, journal_file=str(JOURNAL))
+    report = gather.gather(str(events), journal=False, journal_file=str(JOURNAL))
     (early,) = report["programs"]
     assert early["calls"][0]["count"] == 4  # the first call (from the file) and 3 more (the journal's repeat)
 
@@ -469,19 +471,19 @@ def test_check_says_whether_events_can_be_written(tmp_path: Path, capsys: pytest
 def test_run_report_only_passes_the_mode_and_the_events_file_to_the_command(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    from urandom_shim import _launch
+    from urandom_shim.cli import launch
 
     started: dict[str, Any] = {}
 
     def exec_(path: str, argv: list[str], env: dict[str, str]) -> None:
         started.update(path=path, argv=argv, env=env)
 
-    monkeypatch.setattr(_launch, "_exec", exec_)
+    monkeypatch.setattr(launch, "_exec", exec_)
     events = str(tmp_path / "events.jsonl")
-    assert _cli.main(["run", "--policy", "pep522", "--report-only", "--events", events, "--", "true"]) == 0
+    assert cli.main(["run", "--policy", "pep522", "--report-only", "--events", events, "--", "true"]) == 0
     env = started["env"]
     assert (env["URANDOM_POLICY"], env["URANDOM_SHIM_MODE"], env["URANDOM_SHIM_EVENTS"]) == ("pep522", "report", events)
-    assert _cli.main(["run", "--events", "events.jsonl", "--", "true"]) == 2  # relative: a usage error
+    assert cli.main(["run", "--events", "events.jsonl", "--", "true"]) == 2  # relative: a usage error
 
 
 def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(

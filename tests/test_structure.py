@@ -13,31 +13,51 @@ from pathlib import Path
 PACKAGE = Path(__file__).resolve().parent.parent / "urandom_shim"
 
 
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The package's modules that ``path`` imports, anywhere in it (``__init__`` for the package itself)."""
+def module_name(path: Path) -> str:
+    """A module's name inside the package: ``_config``, ``cli.main``; a package is its ``__init__`` (the package
+    itself is ``__init__``, a subpackage its own name, ``cli``)."""
+    parts = list(path.relative_to(PACKAGE).with_suffix("").parts)
+    if parts[-1] == "__init__" and len(parts) > 1:
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, modules: set[str], name: str | None = None) -> set[str]:
+    """The package's modules that ``path`` (the module ``name``, by default a top-level one) imports, anywhere in it:
+    relative imports of every level and absolute ones, resolved to the most specific module (``from ..report import
+    gather`` is ``report.gather``; a name that is no module is its module, ``__init__`` for the package itself)."""
+    name = path.stem if name is None else name
+    is_package = path.name == "__init__.py" and name != "__init__"
+    here = [] if name == "__init__" else name.split(".") if is_package else name.split(".")[:-1]
+
+    def resolve(base: list[str], names: list[str]) -> set[str]:
+        module = ".".join(base) or "__init__"
+        found = {f"{module}.{n}" if base else n for n in names}
+        return {m for m in found if m in modules} | ({module} if not found <= modules else set())
+
     found: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
-            if node.level == 1 and node.module:
-                found.add(node.module.split(".")[0])
-            elif node.level == 1:  # from . import a, b: modules, or names of the package itself
-                found.update(alias.name if alias.name in modules else "__init__" for alias in node.names)
-            elif node.module == "urandom_shim":  # from urandom_shim import _a, __version__
-                found.update(alias.name if alias.name in modules else "__init__" for alias in node.names)
+            if node.level:
+                base = here[: len(here) - (node.level - 1)] if node.level > 1 else list(here)
             elif node.module and node.module.split(".")[0] == "urandom_shim":
-                found.add(node.module.split(".")[1])
+                base = []
+            else:
+                continue
+            target = base + [part for part in (node.module or "").split(".") if part][(0 if node.level else 1) :]
+            found |= resolve(target, [alias.name for alias in node.names])
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
                 if parts[0] == "urandom_shim":
-                    found.add(parts[1] if len(parts) > 1 else "__init__")
-    return found - {path.stem}
+                    found.add(".".join(parts[1:]) or "__init__")
+    return found - {name}
 
 
 def graph() -> dict[str, set[str]]:
-    paths = sorted(PACKAGE.glob("*.py"))
-    modules = {path.stem for path in paths}
-    return {path.stem: imports_of(path, modules) for path in paths}
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {module_name(path) for path in paths}
+    return {module_name(path): imports_of(path, modules, module_name(path)) for path in paths}
 
 
 def circles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -64,7 +84,11 @@ def _path_back(edges: dict[str, set[str]], start: str, path: list[str], seen: se
 
 def test_no_module_of_the_package_imports_itself_through_others() -> None:
     edges = graph()
-    assert len(edges) >= 15 and all(edges[name] for name in ("_activation", "_cli", "_runtime")), edges
+    assert len(edges) >= 30 and all(edges[name] for name in ("_activation", "cli.main", "report.gather", "_runtime")), (
+        edges
+    )
+    assert {"cli.parser", "cli.status", "cli.report"} <= edges["cli.main"], edges["cli.main"]
+    assert {"report.journal", "report.verdict", "_events"} <= edges["report.gather"], edges["report.gather"]
     found = circles(edges)
     assert not found, "import circles:\n" + "\n".join(" -> ".join(circle) for circle in found)
 
@@ -79,6 +103,11 @@ def test_the_circle_finder_finds_a_circle_and_the_import_reader_sees_every_kind_
         "    from ._c import C\ndef f():\n    from urandom_shim import _d\n    import urandom_shim\n"
     )
     assert imports_of(module, {"_a", "_b", "_c", "_d"}) == {"_a", "__init__", "_b", "_c", "_d"}
+    inner = tmp_path / "y.py"
+    inner.write_text(
+        "from .. import _a\nfrom . import b, B\nfrom ..s import c\nfrom .b import x\nimport urandom_shim.s.b\n"
+    )
+    assert imports_of(inner, {"_a", "s.b", "s.c", "s"}, "s.y") == {"_a", "s.b", "s", "s.c"}
 
 
 # -- one source for each fact, and the copies that can't import it -------------------------------------------------
@@ -109,10 +138,10 @@ def test_the_start_up_modules_variables_are_the_configurations() -> None:
 
 
 def test_the_bootstrap_directories_are_the_same_in_every_file_that_names_them() -> None:
-    from urandom_shim import _launch
+    from urandom_shim.cli import launch
 
-    in_package, beside_pth = _launch.BOOTSTRAP_DIRS
-    assert _assigned(ROOT / "sitecustomize.py", "_BOOTSTRAP_DIRS") == _launch.BOOTSTRAP_DIRS
+    in_package, beside_pth = launch.BOOTSTRAP_DIRS
+    assert _assigned(ROOT / "sitecustomize.py", "_BOOTSTRAP_DIRS") == launch.BOOTSTRAP_DIRS
     assert f'"sitecustomize.py" = "urandom_shim/{in_package}/sitecustomize.py"' in (ROOT / "pyproject.toml").read_text()
     assert f'"sitecustomize.py": "{beside_pth}/sitecustomize.py"' in (ROOT / "hatch_build.py").read_text()
 
@@ -170,3 +199,73 @@ def test_the_field_check_reads_a_call_as_written(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("_messages.A.format(x=1, y=2)\n_messages.B.format(*args)\nother.C.format(z=3)\n")
     assert format_calls(module) == [(1, "A", {"x", "y"}), (2, "B", None)]
+
+
+# -- the map of CONTRIBUTING.md ("Where things are") -----------------------------------------------------------------
+
+CONTRIBUTING = ROOT / "CONTRIBUTING.md"
+#: The top-level files that run outside the package: start-up, and the bootstrap of `run`.
+TOP_LEVEL = ("_urandom_shim_boot.py", "sitecustomize.py")
+#: What the map's third column may say.
+AT_START = {"every start", "ready path", "unready path", "under `run`", "no"}
+
+
+def map_rows(text: str) -> list[list[str]]:
+    """The rows of the tables in ``text``'s "Where things are" section, each as its cells (header rows left out)."""
+    section = text.split("\n## Where things are\n", 1)[1].split("\n## ", 1)[0]
+    rows = []
+    for line in section.splitlines():
+        if line.startswith("| `"):
+            rows.append([cell.strip() for cell in line.strip().strip("|").split(" | ")])
+    return rows
+
+
+def named(cell: str) -> list[str]:
+    """The file names written as code in a cell: ``test_a.py``, ``urandom_shim/cli/main.py``."""
+    import re
+
+    return [name for name in re.findall(r"`([^`]+)`", cell) if name.endswith((".py", "/"))]
+
+
+def test_the_map_names_every_module_and_only_modules_that_exist() -> None:
+    rows = map_rows(CONTRIBUTING.read_text(encoding="utf-8"))
+    modules = [row[0].strip("`") for row in rows if len(row) == 4]
+    files = {path.relative_to(ROOT).as_posix() for path in PACKAGE.rglob("*.py")} | set(TOP_LEVEL)
+    assert len(modules) == len(set(modules)), "a module is in the map twice"
+    assert not set(modules) - files, f"in the map, but no such file: {sorted(set(modules) - files)}"
+    assert not files - set(modules), f"not in CONTRIBUTING.md's map: {sorted(files - set(modules))}"
+
+
+def test_the_map_says_when_each_module_runs_and_names_its_tests_which_exist() -> None:
+    rows = map_rows(CONTRIBUTING.read_text(encoding="utf-8"))
+    module_rows = [row for row in rows if len(row) == 4]
+    other_rows = [row for row in rows if len(row) == 2]
+    assert module_rows and other_rows and len(module_rows) + len(other_rows) == len(rows), rows
+    tests = ROOT / "tests"
+    named_tests: set[str] = set()
+    for module, job, at_start, its_tests in module_rows:
+        assert job and at_start.split(",")[0] in AT_START, (module, at_start)
+        assert named(its_tests), f"{module}: the map names none of its tests"
+        named_tests.update(named(its_tests))
+    for files, what in other_rows:
+        assert what, files
+        named_tests.update(named(files))
+    missing = sorted(name for name in named_tests if not (ROOT / name if "/" in name else tests / name).exists())
+    assert not missing, f"the map names tests that don't exist: {missing}"
+    unmapped = sorted(path.name for path in tests.glob("test_*.py") if path.name not in named_tests)
+    assert not unmapped, f"tests the map does not name: {unmapped}"
+
+
+def test_the_map_says_which_modules_run_at_interpreter_start_and_the_subpackages_never_do() -> None:
+    rows = {row[0].strip("`"): row[2] for row in map_rows(CONTRIBUTING.read_text(encoding="utf-8")) if len(row) == 4}
+    assert rows["_urandom_shim_boot.py"] == "every start"
+    for module, at_start in rows.items():
+        if module.startswith(("urandom_shim/cli/", "urandom_shim/report/")) or module.endswith("pytest_plugin.py"):
+            assert at_start == "no", (module, at_start)
+    # What start-up imports is the map's "at start" set: nothing outside it is imported by a module in it.
+    edges = graph()
+    starting = {
+        module_name(ROOT / name) for name, at in rows.items() if at != "no" and name.startswith("urandom_shim/")
+    }
+    for name in starting:
+        assert edges[name] <= starting, f"{name} runs at start and imports {sorted(edges[name] - starting)}"

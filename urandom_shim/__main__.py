@@ -1,5 +1,5 @@
 """``python -m urandom_shim``: the same command line as ``urandom-shim``."""
 
-from urandom_shim._cli import main
+from urandom_shim.cli.main import main
 
 raise SystemExit(main())

@@ -486,7 +486,7 @@ def start_unready() -> None:
         _hooks.add_wait_for_system_rng()
         return
     settings, problems = _config.resolve()
-    if not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself (urandom_shim._cli)
+    if not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself (urandom_shim.cli.main)
         for problem in bounded(problems):
             emit(problem)
     _hooks.add_wait_for_system_rng()

@@ -204,7 +204,7 @@ PLUGIN_NOTHING_MAKES_READY = "nothing in this test will ever make it ready"
 PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy="
 
 
-# -- the command line (_cli) -----------------------------------------------------------------------------------------
+# -- the command line (cli) ------------------------------------------------------------------------------------------
 
 WAIT_LIVE_LINE = "urandom-shim wait: kernel CRNG {word} after {value:.1f} s{tail}"
 CHECK_FOR_AND_MODULE = "give --for or --module, not both"
@@ -286,7 +286,7 @@ URANDOM_TIMED_OUT = (
 BAD_TIMEOUT_ARGUMENT = "timeout must be a number of seconds >= 0 or None, not {timeout!r}"
 
 
-# -- run and simulate (_launch) --------------------------------------------------------------------------------------
+# -- run and simulate (cli.launch) -----------------------------------------------------------------------------------
 
 COMMAND_NOT_FOUND = "{name}: command not found (searched PATH)"
 RUN_BELOW_FLOOR = (
@@ -344,7 +344,7 @@ SIMULATION_PATH_WITHOUT_DIRECTORY = (
 )
 
 
-# -- status (_report) ------------------------------------------------------------------------------------------------
+# -- status (cli.facts) ----------------------------------------------------------------------------------------------
 
 NOT_ACTIVE = "not active in this interpreter: {inactive_reason}."
 

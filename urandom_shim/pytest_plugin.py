@@ -2,6 +2,8 @@
 
 PYTEST_DONT_REWRITE
 
+One piece, though over 500 lines: the ``pytest11`` entry point, where pytest finds every hook and fixture.
+
 pytest loads it through the ``pytest11`` entry point ``urandom_shim``. On its own it only registers two fixtures, a
 marker and two options; nothing is patched until a test asks for it:
 
@@ -470,11 +472,12 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     if path is None:
         return
     try:
-        from . import _eventreport
+        from .report import gather
+        from .report import text as report_text
 
         # The run's window is the plugin's simulation: the real kernel's `crng init done` is no part of its story.
-        report = _eventreport.gather(path, journal=False, simulated="--urandom-policy")
-        lines = _eventreport.lines(report)
+        report = gather.gather(path, journal=False, simulated="--urandom-policy")
+        lines = report_text.lines(report)
     except Exception as exc:  # noqa: BLE001 - a summary must never fail a run
         lines = [_messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
     terminalreporter.write_sep("=", "urandom-shim report")

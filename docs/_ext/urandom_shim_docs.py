@@ -20,12 +20,12 @@ WIDTH = "100"
 
 def help_text(command: str | None) -> str:
     """``urandom-shim [COMMAND] --help`` as the command line prints it, at a fixed width."""
-    from urandom_shim import _cli
+    from urandom_shim.cli.parser import build_parser
 
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = WIDTH  # argparse wraps to the terminal width; the docs must not depend on it
     try:
-        parser, subs = _cli.build_parser()
+        parser, subs = build_parser()
         return (subs[command] if command else parser).format_help()
     finally:
         if saved is None:

@@ -1,4 +1,4 @@
-"""``status`` and ``check`` as text: plain aligned lines from the dicts :mod:`urandom_shim._report` gathers (the same
+"""``status`` and ``check`` as text: plain aligned lines from the dicts :mod:`urandom_shim.cli.facts` gathers (the same
 ones ``--json`` prints), and ``wait``'s live line.
 """
 
@@ -7,49 +7,15 @@ from __future__ import annotations
 import sys
 import textwrap
 
-from . import _readiness
-from ._messages import bounded, line
+from .. import _readiness
+from .._messages import bounded, line
+from .._terminal import rows
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Sequence
+    from typing import Any, Callable
 
-    from ._policies import Policy, Setting
-
-
-def rows(rows: Sequence[tuple[str, ...]], indent: str = "  ", widest: int = 48) -> list[str]:
-    """Rows of cells, each column padded to its widest cell (the last column is not padded). A first cell longer
-    than ``widest`` (a long path) gets a line of its own, so that one long path does not push every row right."""
-    if not rows:
-        return []
-    fitting = [row for row in rows if len(row[0]) <= widest] or [("",)]
-    widths = [max((len(row[i]) for row in fitting if len(row) > i), default=0) for i in range(max(map(len, rows)))]
-    lines = []
-    for row in rows:
-        if len(row[0]) > widest and len(row) > 1:
-            lines.append(indent + row[0])
-            row = ("", *row[1:])
-        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
-        lines.append((indent + "  ".join(cells)).rstrip())
-    return lines
-
-
-def escaped(text: object) -> str:
-    """``text`` safe to print on a terminal: every character that is not printable (control characters, terminal
-    escapes, C1 controls, bidirectional overrides and other format characters, line and paragraph separators) as
-    its ``\\x``/``\\u`` escape, so that no string from a record or the journal can move the cursor, redraw what
-    was printed above it, or reorder what follows."""
-    text = str(text)
-    if text.isprintable():
-        return text
-    out = []
-    for char in text:
-        if char.isprintable():
-            out.append(char)
-            continue
-        code = ord(char)
-        out.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
-    return "".join(out)
+    from .._policies import Policy, Setting
 
 
 def value(value: object) -> str:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import os
 import sys
 
-from . import _config, _hashseed, _messages, _policies, _readiness, _report, _simulation, _sources
+from .. import _config, _hashseed, _messages, _policies, _readiness, _simulation, _sources
+from . import facts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ BOOTSTRAP_DIRS = ("_bootstrap", "urandom_shim_bootstrap")
 EXIT_NOT_EXECUTABLE = 126
 EXIT_NOT_FOUND = 127
 
+#: The directory of the package ``urandom_shim`` (this module is in its subpackage ``cli``).
+PACKAGE_DIRECTORY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 #: Replaced by tests: the in-process tests of ``run`` must not replace the test runner.
 _exec: Callable[[str, list[str], dict[str, str]], NoReturn] = os.execve
 
@@ -30,8 +33,8 @@ def bootstrap_directory() -> str | None:
     """The directory holding the bootstrap ``sitecustomize.py``: in the package for a wheel, beside the ``.pth``
     for an editable install."""
     in_package, beside_pth = BOOTSTRAP_DIRS
-    candidates = [os.path.join(os.path.dirname(os.path.abspath(__file__)), in_package)]
-    candidates += [os.path.join(os.path.dirname(pth), beside_pth) for pth in _report.pth_locations()]
+    candidates = [os.path.join(PACKAGE_DIRECTORY, in_package)]
+    candidates += [os.path.join(os.path.dirname(pth), beside_pth) for pth in facts.pth_locations()]
     for directory in candidates:
         if os.path.isfile(os.path.join(directory, "sitecustomize.py")):
             return directory
@@ -40,7 +43,7 @@ def bootstrap_directory() -> str | None:
 
 def home_directory() -> str:
     """The directory holding the ``urandom_shim`` package and ``_urandom_shim_boot``: what the bootstrap loads."""
-    return os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return os.path.dirname(PACKAGE_DIRECTORY)
 
 
 def command_environment(settings: dict[str, str], simulate: str | None = None) -> dict[str, str]:
@@ -51,7 +54,7 @@ def command_environment(settings: dict[str, str], simulate: str | None = None) -
         env[_simulation.ENV] = simulate
     bootstrap = bootstrap_directory()
     if bootstrap is None:
-        from ._messages import emit
+        from .._messages import emit
 
         emit(_messages.RUN_NO_BOOTSTRAP)
     else:
@@ -85,7 +88,7 @@ def find_command(name: str, path: str | None) -> tuple[str | None, int, str]:
 def launch(subcommand: str, command: list[str], env: dict[str, str]) -> int:
     disable = env.get("URANDOM_SHIM_DISABLE", "")
     if disable not in ("", "0"):
-        from ._messages import emit
+        from .._messages import emit
 
         emit(_messages.RUN_KILL_SWITCH.format(subcommand=subcommand, disable=disable, command=command[0]))
     executable, code, message = find_command(command[0], env.get("PATH"))
@@ -118,7 +121,7 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
     found, _problems = _config.floor()
     if found is None:
         return
-    from ._messages import emit
+    from .._messages import emit
 
     given = " and ".join(f"--{key.replace('_', '-')} {weak}" for key, weak, _ in asked)
     used = " and ".join(f"{key} '{strong}'" for key, _, strong in asked)

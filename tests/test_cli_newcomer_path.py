@@ -26,7 +26,7 @@ import pytest
 from conftest import ROOT, clean_env
 
 import urandom_shim
-from urandom_shim import _cli
+from urandom_shim.cli import main as cli_main
 
 #: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
 PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
@@ -39,7 +39,7 @@ LAUNCHER = (
 def cli(*args: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = _cli.main(list(args))
+        code = cli_main.main(list(args))
     return code, out.getvalue(), err.getvalue()
 
 
@@ -48,7 +48,7 @@ def venv_bin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, modul
     bin_dir = tmp_path / "venv" / "bin"
     bin_dir.mkdir(parents=True)
     for name, text in (
-        ("urandom-shim", LAUNCHER.format(module="urandom_shim._cli")),
+        ("urandom-shim", LAUNCHER.format(module="urandom_shim.cli.main")),
         (script, LAUNCHER.format(module=module)),
     ):
         (bin_dir / name).write_text(text)

@@ -1,4 +1,5 @@
-"""What the journal and the kernel log say about a boot (``urandom_shim._bootlog``, for ``urandom-shim report``).
+"""What the journal and the kernel log say about a boot, for ``urandom-shim report`` (``urandom_shim.report``:
+``journal``, ``kernel_log``, ``shim_lines``, ``stalls``).
 
 The sample, ``tests/data/journal-debian12-cloud-init.jsonl``, is a first boot of Debian 12 with cloud-init 22.4 on the
 6.12 kernel, with the times measured on such a boot (SPEC section 7): ``cloud-init-local.service`` started at 15.76 s,
@@ -6,7 +7,7 @@ the kernel logged ``random: crng init done`` at 17.40 s while that interpreter w
 came at 19.41 s. ``early-setup.service`` (Python, started at 15.81 s with ``PYTHONHASHSEED`` set) ran inside the window
 and wrote two event lines of the shim in report mode; ``systemd-random-seed.service`` started at 16.92 s and is not
 Python. The two event lines are ``_events.describe()`` of :data:`EARLY_CALL` and :data:`EARLY_REPEAT`; after a change
-of their wording, ``PYTHONPATH=. python tests/test_bootlog.py`` writes them into the sample again.
+of their wording, ``PYTHONPATH=. python tests/test_report_boot_log.py`` writes them into the sample again.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from urandom_shim import _bootlog, _config, _events, _messages, _policies
+from urandom_shim import _config, _events, _messages, _policies
+from urandom_shim.report import journal, kernel_log, shim_lines, stalls
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "journal-debian12-cloud-init.jsonl"
 SAMPLE_BOOT = "5f0c6a1e9b3d4e7a8c2f1d0b6e4a9c37"
@@ -62,16 +64,16 @@ def sample() -> list[dict[str, Any]]:
 
 
 def entry_with(entries: list[dict[str, Any]], text: str) -> dict[str, Any]:
-    (found,) = [entry for entry in entries if text in _bootlog.message(entry)]
+    (found,) = [entry for entry in entries if text in journal.message(entry)]
     return found
 
 
 @pytest.fixture(autouse=True)
 def fresh_patterns() -> Iterator[None]:
     """Each test builds the parser's regular expressions from the templates as they are during it."""
-    _bootlog._patterns_cache.clear()
+    shim_lines._patterns_cache.clear()
     yield
-    _bootlog._patterns_cache.clear()
+    shim_lines._patterns_cache.clear()
 
 
 # -- parse_line: the inverse of _events.describe() -----------------------------------------------------------------
@@ -116,11 +118,11 @@ def parsed_fields(event: dict[str, Any]) -> dict[str, Any]:
         "waited": float(f"{event['waited']:.2f}") if seconds else 0.0,
         "policy": event["policy"],
         "policy_source": event["policy_source"],
-        "would": event["would"] if event["mode"] == "report" else _bootlog.WOULD_OF_ACTION[event["action"]],
+        "would": event["would"] if event["mode"] == "report" else shim_lines.WOULD_OF_ACTION[event["action"]],
     }
 
 
-#: What each action says the policy table chose, independently of _bootlog's table.
+#: What each action says the policy table chose, independently of shim_lines' table.
 WOULD_IN_ENFORCE = {
     "untouched": "untouched",
     "waited": "wait",
@@ -132,8 +134,8 @@ WOULD_IN_ENFORCE = {
 
 
 def test_the_actions_and_what_they_say_about_the_policy_are_the_ones_events_has() -> None:
-    assert set(WOULD_IN_ENFORCE) == set(_events.ACTIONS) == set(_bootlog.WOULD_OF_ACTION)
-    assert _bootlog.WOULD_OF_ACTION == WOULD_IN_ENFORCE
+    assert set(WOULD_IN_ENFORCE) == set(_events.ACTIONS) == set(shim_lines.WOULD_OF_ACTION)
+    assert shim_lines.WOULD_OF_ACTION == WOULD_IN_ENFORCE
     assert set(WOULD_IN_ENFORCE.values()) == set(_events.WOULD)
 
 
@@ -147,7 +149,7 @@ def test_parse_line_reads_back_every_call_event(mode: str, action: str, simulate
         line = _events.describe(event)
         text = _messages.line(line) if prefixed else line
         assert text.startswith(_messages.PREFIX) is prefixed
-        parsed = _bootlog.parse_line(text)
+        parsed = shim_lines.parse_line(text)
         assert parsed == parsed_fields(event), text
         assert parsed["mode"] == mode and parsed["action"] == action and parsed["simulated"] is bool(simulated)
         assert parsed["would"] == (would if mode == "report" else WOULD_IN_ENFORCE[action])
@@ -157,7 +159,7 @@ def test_parse_line_reads_back_every_call_event(mode: str, action: str, simulate
 @pytest.mark.parametrize("call", CALLS)
 def test_parse_line_reads_back_every_repeat_event(call: str, simulated: str | None) -> None:
     event = {**an_event(call=call, simulated=simulated), "event": "repeat", "count": 41}
-    parsed = _bootlog.parse_line(_messages.line(_events.describe(event)))
+    parsed = shim_lines.parse_line(_messages.line(_events.describe(event)))
     assert parsed == {
         "event": "repeat",
         "call": call,
@@ -170,12 +172,12 @@ def test_parse_line_reads_back_every_repeat_event(call: str, simulated: str | No
 
 def test_the_call_keeps_its_from_and_the_caller_is_after_the_last_called_from() -> None:
     event = an_event(call="os.urandom(32) (from random.SystemRandom)", caller="/srv/x called from here/x.py:3")
-    parsed = _bootlog.parse_line(_events.describe(event))
+    parsed = shim_lines.parse_line(_events.describe(event))
     assert parsed is not None
     # Split at the LAST " called from " before the CRNG phrase: a caller holding one is taken as part of the call.
     assert parsed["call"] == "os.urandom(32) (from random.SystemRandom) called from /srv/x"
     assert parsed["caller"] == "here/x.py:3"
-    plain = _bootlog.parse_line(_events.describe(an_event(call="os.urandom(32) (from random.SystemRandom)")))
+    plain = shim_lines.parse_line(_events.describe(an_event(call="os.urandom(32) (from random.SystemRandom)")))
     assert plain is not None
     assert (plain["call"], plain["caller"]) == ("os.urandom(32) (from random.SystemRandom)", "/opt/app/app.py:7")
 
@@ -183,7 +185,7 @@ def test_the_call_keeps_its_from_and_the_caller_is_after_the_last_called_from() 
 def test_a_phrase_without_seconds_reads_as_no_wait() -> None:
     for action in (_events.RAISED, _events.BEST_EFFORT):
         assert "{waited" not in _events.DONE[action]
-        parsed = _bootlog.parse_line(_events.describe(an_event(action=action, waited=7.5)))
+        parsed = shim_lines.parse_line(_events.describe(an_event(action=action, waited=7.5)))
         assert parsed is not None and parsed["waited"] == 0.0 and parsed["action"] == action
 
 
@@ -234,7 +236,7 @@ def test_parse_line_reads_back_any_text_in_the_fields(
     )
     if repeat:
         event.update(event="repeat", count=5)
-    assert _bootlog.parse_line(_messages.line(_events.describe(event))) == parsed_fields(event)
+    assert shim_lines.parse_line(_messages.line(_events.describe(event))) == parsed_fields(event)
 
 
 def other_messages() -> list[str]:
@@ -274,8 +276,8 @@ def test_parse_line_reads_no_event_in_other_lines() -> None:
         report.replace("would have raised BlockingIOError", "would have done something"),
         report[:-1],  # without its full stop
     ]:
-        assert _bootlog.parse_line(text) is None, text
-    assert _bootlog.parse_line(good) is not None and _bootlog.parse_line(report) is not None
+        assert shim_lines.parse_line(text) is None, text
+    assert shim_lines.parse_line(good) is not None and shim_lines.parse_line(report) is not None
 
 
 def test_the_parser_follows_the_templates_wording(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,7 +289,7 @@ def test_the_parser_follows_the_templates_wording(monkeypatch: pytest.MonkeyPatc
     monkeypatch.setattr(_messages, "EVENT_REPEAT", "{where} x{count}")
     monkeypatch.setitem(_events.DONE, _events.WAITED, "waited for {waited:.2f} seconds")
     monkeypatch.setitem(_events.WOULD, "raise", "raised an error")
-    _bootlog._patterns_cache.clear()
+    shim_lines._patterns_cache.clear()
     for event in [
         an_event(simulated="unready"),
         an_event(mode="report", action=_events.UNTOUCHED, would="raise", call="os.urandom(8) (from x)"),
@@ -295,36 +297,36 @@ def test_the_parser_follows_the_templates_wording(monkeypatch: pytest.MonkeyPatc
     ]:
         line = _events.describe(event)
         assert " by /opt/app/app.py:7, the CRNG unready" in line
-        assert _bootlog.parse_line(line) == parsed_fields(event), line
-    assert _bootlog.parse_line(before) is None  # the old wording is no longer an event
+        assert shim_lines.parse_line(line) == parsed_fields(event), line
+    assert shim_lines.parse_line(before) is None  # the old wording is no longer an event
 
 
 def test_a_template_with_a_field_the_parser_does_not_know_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(_messages, "EVENT_REPEAT", "{where}: {count} more such calls in {unit}.")
     with pytest.raises(KeyError, match="unit"):
-        _bootlog.parse_line("anything")
+        shim_lines.parse_line("anything")
 
 
 # -- the journal's fields ----------------------------------------------------------------------------------------------
 
 
 def test_message_decodes_what_journald_gives_as_bytes() -> None:
-    assert _bootlog.message({"MESSAGE": "plain"}) == "plain"
-    assert _bootlog.message({"MESSAGE": list("caf\u00e9".encode())}) == "caf\u00e9"
-    assert _bootlog.message({"MESSAGE": [104, 105, 0xFF]}) == "hi\ufffd"
-    assert _bootlog.message({"MESSAGE": [27, 91, 49, 109, 104, 105]}) == "\x1b[1mhi"
-    assert _bootlog.message({"MESSAGE": ["first", "second"]}) == "first"
-    assert _bootlog.message({"MESSAGE": [[111, 107], "second"]}) == "ok"
-    assert _bootlog.message({"MESSAGE": None}) == ""  # journalctl's null: too large to print without --all
-    assert _bootlog.message({}) == ""
-    assert _bootlog.message({"MESSAGE": [300]}) == ""  # not byte values
+    assert journal.message({"MESSAGE": "plain"}) == "plain"
+    assert journal.message({"MESSAGE": list("caf\u00e9".encode())}) == "caf\u00e9"
+    assert journal.message({"MESSAGE": [104, 105, 0xFF]}) == "hi\ufffd"
+    assert journal.message({"MESSAGE": [27, 91, 49, 109, 104, 105]}) == "\x1b[1mhi"
+    assert journal.message({"MESSAGE": ["first", "second"]}) == "first"
+    assert journal.message({"MESSAGE": [[111, 107], "second"]}) == "ok"
+    assert journal.message({"MESSAGE": None}) == ""  # journalctl's null: too large to print without --all
+    assert journal.message({}) == ""
+    assert journal.message({"MESSAGE": [300]}) == ""  # not byte values
 
 
 def test_at_prefers_the_kernels_own_timestamp() -> None:
-    assert _bootlog.at({"__MONOTONIC_TIMESTAMP": "7421907", "_SOURCE_MONOTONIC_TIMESTAMP": "2816560"}) == 2.81656
-    assert _bootlog.at({"__MONOTONIC_TIMESTAMP": "15760418"}) == 15.760418
-    assert _bootlog.at({"__MONOTONIC_TIMESTAMP": "15760418", "_SOURCE_MONOTONIC_TIMESTAMP": "bad"}) == 15.760418
-    missing = _bootlog.at({})
+    assert journal.at({"__MONOTONIC_TIMESTAMP": "7421907", "_SOURCE_MONOTONIC_TIMESTAMP": "2816560"}) == 2.81656
+    assert journal.at({"__MONOTONIC_TIMESTAMP": "15760418"}) == 15.760418
+    assert journal.at({"__MONOTONIC_TIMESTAMP": "15760418", "_SOURCE_MONOTONIC_TIMESTAMP": "bad"}) == 15.760418
+    missing = journal.at({})
     assert missing != missing  # NaN
 
 
@@ -332,7 +334,7 @@ def test_at_prefers_the_kernels_own_timestamp() -> None:
 
 
 def test_read_journal_reads_a_saved_export() -> None:
-    entries, problem = _bootlog.read_journal(str(SAMPLE))
+    entries, problem = journal.read_journal(str(SAMPLE))
     assert problem is None
     assert len(entries) == SAMPLE_ENTRIES and entries == sample()
     assert {entry["_BOOT_ID"] for entry in entries} == {SAMPLE_BOOT}
@@ -345,29 +347,29 @@ def test_read_journal_skips_and_counts_lines_that_are_not_entries(tmp_path: Path
     path.write_bytes(
         lines[0] + b"garbage\n" + b"[1, 2]\n" + b"\n" + b"\xff\xfe{}\n" + b"".join(lines[1:]) + lines[-1][:40]
     )
-    entries, problem = _bootlog.read_journal(str(path))
+    entries, problem = journal.read_journal(str(path))
     assert problem is None and entries == sample()
-    assert _bootlog.read_export(str(path)) == (sample(), 4)  # the blank line does not count
+    assert journal.read_export(str(path)) == (sample(), 4)  # the blank line does not count
 
 
 def test_read_journal_says_what_is_wrong_with_a_file_and_never_raises(tmp_path: Path) -> None:
     missing = tmp_path / "nothing.jsonl"
-    entries, problem = _bootlog.read_journal(str(missing))
+    entries, problem = journal.read_journal(str(missing))
     assert entries == [] and problem == f"{missing}: can't be read (No such file or directory)."
-    assert _bootlog.read_journal(str(tmp_path)) == (
+    assert journal.read_journal(str(tmp_path)) == (
         [],
         f"{tmp_path}: can't be read (not a regular file (a directory)).",
     )
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    assert _bootlog.read_journal(str(empty)) == ([], f"{empty}: holds no journal entries.")
+    assert journal.read_journal(str(empty)) == ([], f"{empty}: holds no journal entries.")
     text = tmp_path / "notes.txt"
     text.write_text(
         "Dec 04 10:00:17 debian kernel: random: crng init done\nDec 04 10:00:19 debian cloud-init[409]: x\n"
     )
-    entries, problem = _bootlog.read_journal(str(text))
+    entries, problem = journal.read_journal(str(text))
     assert entries == [] and problem is not None
-    assert problem == _bootlog.JOURNAL_FILE_NOT_JSON.format(path=text, lines=2)
+    assert problem == journal.JOURNAL_FILE_NOT_JSON.format(path=text, lines=2)
     assert "journalctl -o json" in problem
 
 
@@ -375,7 +377,7 @@ def test_a_file_of_several_boots_gives_the_last_one(tmp_path: Path) -> None:
     earlier = [{**entry, "_BOOT_ID": "0" * 32} for entry in sample()]
     path = tmp_path / "all.jsonl"
     path.write_text("".join(json.dumps(entry) + "\n" for entry in [*earlier, *sample()]))
-    entries, problem = _bootlog.read_journal(str(path))
+    entries, problem = journal.read_journal(str(path))
     assert problem is None and entries == sample()
 
 
@@ -392,7 +394,7 @@ def fake_journalctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str
 
 def test_read_journal_runs_journalctl_for_this_boot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     args = fake_journalctl(tmp_path, monkeypatch, f"exec /bin/cat {SAMPLE}")
-    entries, problem = _bootlog.read_journal()
+    entries, problem = journal.read_journal()
     assert problem is None and entries == sample()
     assert args.read_text().split() == ["-b", "-o", "json", "--no-pager"]
 
@@ -400,8 +402,8 @@ def test_read_journal_runs_journalctl_for_this_boot(tmp_path: Path, monkeypatch:
 def test_read_journal_without_journalctl_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    entries, problem = _bootlog.read_journal()
-    assert entries == [] and problem == _bootlog.JOURNALCTL_MISSING
+    entries, problem = journal.read_journal()
+    assert entries == [] and problem == journal.JOURNALCTL_MISSING
     assert problem.endswith(".") and "journalctl" in problem
 
 
@@ -416,7 +418,7 @@ HINT = (
     ("script", "found", "expected"),
     [
         # Not root, not in the groups: only the user's own entries, and a hint.
-        (f"/bin/cat >&2 <<'EOF'\n{HINT}\nEOF\necho '{{\"MESSAGE\":\"mine\"}}'", 1, _bootlog.JOURNAL_PERMISSION_DENIED),
+        (f"/bin/cat >&2 <<'EOF'\n{HINT}\nEOF\necho '{{\"MESSAGE\":\"mine\"}}'", 1, journal.JOURNAL_PERMISSION_DENIED),
         ("echo 'No journal files were opened due to insufficient permissions.' >&2", 0, None),
         ("echo 'Data from the specified boot (+0) is not available: No such boot ID in journal' >&2\nexit 1", 0, None),
         ("exit 0", 0, None),  # no journal at all (a container): nothing, and nothing said
@@ -427,55 +429,55 @@ def test_read_journal_says_why_journalctl_gave_nothing(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, found: int, expected: str | None
 ) -> None:
     fake_journalctl(tmp_path, monkeypatch, script)
-    entries, problem = _bootlog.read_journal()
+    entries, problem = journal.read_journal()
     assert len(entries) == found
     assert problem is not None and "\n" not in problem and len(problem) < 300
     if expected is not None:
         assert problem == expected
     if "insufficient" in script or "Hint" in script:
-        assert problem == _bootlog.JOURNAL_PERMISSION_DENIED
+        assert problem == journal.JOURNAL_PERMISSION_DENIED
         assert "root" in problem and "systemd-journal" in problem and "adm" in problem
     elif "Bad message" in script:
         assert problem == "journalctl failed (exit status 2): Failed to iterate through journal: Bad message"
     elif "exit 1" in script:
-        assert problem == _bootlog.JOURNAL_NO_BOOT.format(
+        assert problem == journal.JOURNAL_NO_BOOT.format(
             detail="Data from the specified boot (+0) is not available: No such boot ID in journal"
         )
     else:
-        assert problem == _bootlog.JOURNAL_NO_BOOT.format(detail=_bootlog.JOURNAL_NOTHING_LOGGED)
+        assert problem == journal.JOURNAL_NO_BOOT.format(detail=journal.JOURNAL_NOTHING_LOGGED)
 
 
 def test_read_journal_gives_up_after_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_journalctl(tmp_path, monkeypatch, "exec /bin/sleep 30")
-    entries, problem = _bootlog.read_journal(timeout=0.3)
+    entries, problem = journal.read_journal(timeout=0.3)
     assert entries == [] and problem == "journalctl did not finish within 0.3 s, so the journal was not read."
 
 
 def test_read_journal_with_a_journalctl_it_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_journalctl(tmp_path, monkeypatch, "exit 0")
     (tmp_path / "bin" / "journalctl").chmod(0o644)
-    entries, problem = _bootlog.read_journal()
-    assert entries == [] and problem == _bootlog.JOURNALCTL_NOT_STARTED.format(error="Permission denied")
+    entries, problem = journal.read_journal()
+    assert entries == [] and problem == journal.JOURNALCTL_NOT_STARTED.format(error="Permission denied")
 
 
 # -- crng_init_done ----------------------------------------------------------------------------------------------------
 
 
 def test_crng_init_done_from_the_journal(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_bootlog, "KMSG", "/nonexistent/kmsg")
-    when, source = _bootlog.crng_init_done(sample())
-    assert source == "the journal" == _bootlog.FROM_JOURNAL
+    monkeypatch.setattr(kernel_log, "KMSG", "/nonexistent/kmsg")
+    when, source = kernel_log.crng_init_done(sample())
+    assert source == "the journal" == kernel_log.FROM_JOURNAL
     assert when == 17.400312 and round(when, 2) == 17.40  # the kernel's time, not when journald wrote it (17.401012)
 
 
 def test_the_journals_crng_line_must_be_the_kernels(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     # A script that copied dmesg into the journal does not say when the CRNG was ready.
     echo = {"_TRANSPORT": "stdout", "__MONOTONIC_TIMESTAMP": "30000000", "MESSAGE": "[ 17.4] random: crng init done"}
-    monkeypatch.setattr(_bootlog, "KMSG", str(tmp_path / "missing"))
-    assert _bootlog.crng_init_done([echo])[0] is None
+    monkeypatch.setattr(kernel_log, "KMSG", str(tmp_path / "missing"))
+    assert kernel_log.crng_init_done([echo])[0] is None
     kernel = {"_TRANSPORT": "kernel", "__MONOTONIC_TIMESTAMP": "9", "_SOURCE_MONOTONIC_TIMESTAMP": "4000000"}
     old = {**kernel, "MESSAGE": "random: nonblocking pool is initialized"}  # a kernel before 4.8
-    assert _bootlog.crng_init_done([echo, old]) == (4.0, "the journal")
+    assert kernel_log.crng_init_done([echo, old]) == (4.0, "the journal")
 
 
 def kmsg_file(tmp_path: Path, records: list[str]) -> Path:
@@ -498,42 +500,42 @@ KMSG_RECORDS = [
 
 
 def test_crng_init_done_from_the_kernel_log(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_bootlog, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS)))
-    assert _bootlog.crng_init_done(None) == (17.400312, "/dev/kmsg")
-    assert _bootlog.crng_init_done([]) == (17.400312, _bootlog.FROM_KMSG)
-    without = [entry for entry in sample() if "crng" not in _bootlog.message(entry)]
+    monkeypatch.setattr(kernel_log, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS)))
+    assert kernel_log.crng_init_done(None) == (17.400312, "/dev/kmsg")
+    assert kernel_log.crng_init_done([]) == (17.400312, kernel_log.FROM_KMSG)
+    without = [entry for entry in sample() if "crng" not in journal.message(entry)]
     boot_id = tmp_path / "boot_id"
-    monkeypatch.setattr(_bootlog, "BOOT_ID", str(boot_id))
+    monkeypatch.setattr(kernel_log, "BOOT_ID", str(boot_id))
     boot_id.write_text("5f0c6a1e-9b3d-4e7a-8c2f-1d0b6e4a9c37\n")  # the sample's boot is this one
-    assert _bootlog.crng_init_done(without) == (17.400312, "/dev/kmsg")
+    assert kernel_log.crng_init_done(without) == (17.400312, "/dev/kmsg")
 
 
 def test_the_kernel_log_is_not_read_for_another_boots_journal(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_bootlog, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS)))
+    monkeypatch.setattr(kernel_log, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS)))
     boot_id = tmp_path / "boot_id"
     boot_id.write_text("acb9ef6f-1988-499b-9ee7-3b08cee0e2e0\n")
-    monkeypatch.setattr(_bootlog, "BOOT_ID", str(boot_id))
-    without = [entry for entry in sample() if "crng" not in _bootlog.message(entry)]
-    assert _bootlog.crng_init_done(without) == (None, _bootlog.CRNG_OTHER_BOOT)
-    monkeypatch.setattr(_bootlog, "BOOT_ID", str(tmp_path / "unknown"))  # this boot unknown: the log may tell
-    assert _bootlog.crng_init_done(without) == (17.400312, "/dev/kmsg")
+    monkeypatch.setattr(kernel_log, "BOOT_ID", str(boot_id))
+    without = [entry for entry in sample() if "crng" not in journal.message(entry)]
+    assert kernel_log.crng_init_done(without) == (None, kernel_log.CRNG_OTHER_BOOT)
+    monkeypatch.setattr(kernel_log, "BOOT_ID", str(tmp_path / "unknown"))  # this boot unknown: the log may tell
+    assert kernel_log.crng_init_done(without) == (17.400312, "/dev/kmsg")
 
 
 def test_crng_init_done_says_why_it_does_not_know(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_bootlog, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS[:5])))
-    assert _bootlog.crng_init_done(None) == (None, _bootlog.CRNG_KMSG_WITHOUT)
+    monkeypatch.setattr(kernel_log, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS[:5])))
+    assert kernel_log.crng_init_done(None) == (None, kernel_log.CRNG_KMSG_WITHOUT)
     # The oldest record left is not the boot's first: the buffer has wrapped, and the line may have been in it.
     wrapped = [record.replace(",", ",81", 1) if not record.startswith(" ") else record for record in KMSG_RECORDS[:5]]
     assert wrapped[0].startswith("5,810,")
-    monkeypatch.setattr(_bootlog, "KMSG", str(kmsg_file(tmp_path, wrapped)))
-    assert _bootlog.crng_init_done(None) == (None, "the kernel log no longer holds it (its ring buffer has wrapped)")
-    monkeypatch.setattr(_bootlog, "KMSG", str(tmp_path / "absent"))
-    assert _bootlog.crng_init_done(None) == (None, f"the kernel log ({tmp_path / 'absent'}) does not exist here")
+    monkeypatch.setattr(kernel_log, "KMSG", str(kmsg_file(tmp_path, wrapped)))
+    assert kernel_log.crng_init_done(None) == (None, "the kernel log no longer holds it (its ring buffer has wrapped)")
+    monkeypatch.setattr(kernel_log, "KMSG", str(tmp_path / "absent"))
+    assert kernel_log.crng_init_done(None) == (None, f"the kernel log ({tmp_path / 'absent'}) does not exist here")
 
 
 def test_an_unreadable_kernel_log_says_run_as_root(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path = str(kmsg_file(tmp_path, KMSG_RECORDS))
-    monkeypatch.setattr(_bootlog, "KMSG", path)
+    monkeypatch.setattr(kernel_log, "KMSG", path)
     real_open = os.open
 
     def restricted(name: Any, flags: int, *args: Any, **kwargs: Any) -> int:
@@ -542,22 +544,22 @@ def test_an_unreadable_kernel_log_says_run_as_root(monkeypatch: pytest.MonkeyPat
         return real_open(name, flags, *args, **kwargs)
 
     monkeypatch.setattr(os, "open", restricted)
-    when, reason = _bootlog.crng_init_done(None)
+    when, reason = kernel_log.crng_init_done(None)
     assert when is None and reason == "the kernel log is not readable here (dmesg_restrict): run as root"
 
 
 def test_crng_init_done_off_linux(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(_bootlog, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS)))
+    monkeypatch.setattr(kernel_log, "KMSG", str(kmsg_file(tmp_path, KMSG_RECORDS)))
     monkeypatch.setattr(sys, "platform", "darwin")
-    assert _bootlog.crng_init_done(None) == (None, "this is not Linux")
-    assert _bootlog.crng_init_done(sample())[1] == "the journal"  # a saved journal of a Linux machine still tells
+    assert kernel_log.crng_init_done(None) == (None, "this is not Linux")
+    assert kernel_log.crng_init_done(sample())[1] == "the journal"  # a saved journal of a Linux machine still tells
 
 
 def device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, reads: list[Any]) -> list[Any]:
     """Make the kernel log behave as /dev/kmsg does: one record per read, EPIPE where ``reads`` has an exception,
     EAGAIN once it has none left."""
     path = str(kmsg_file(tmp_path, []))
-    monkeypatch.setattr(_bootlog, "KMSG", path)
+    monkeypatch.setattr(kernel_log, "KMSG", path)
     real_open, real_read = os.open, os.read
     opened: list[int] = []
     pending = list(reads)
@@ -588,16 +590,16 @@ def device(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, reads: list[Any]) ->
 def test_a_record_overwritten_while_reading_is_skipped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     epipe = BrokenPipeError(errno.EPIPE, "Broken pipe")
     left = device(monkeypatch, tmp_path, [KMSG_RECORDS[0], epipe, "5,900,17400312,-;random: crng init done"])
-    assert _bootlog.crng_init_done(None) == (17.400312, "/dev/kmsg")
+    assert kernel_log.crng_init_done(None) == (17.400312, "/dev/kmsg")
     assert left == []
     device(monkeypatch, tmp_path, [KMSG_RECORDS[0], epipe, "6,900,18000000,-;virtio_net virtio0 enp0s2: renamed"])
-    assert _bootlog.crng_init_done(None) == (None, _bootlog.CRNG_KMSG_WRAPPED)
+    assert kernel_log.crng_init_done(None) == (None, kernel_log.CRNG_KMSG_WRAPPED)
     device(monkeypatch, tmp_path, [KMSG_RECORDS[0], KMSG_RECORDS[1]])  # EAGAIN: nothing newer
-    assert _bootlog.crng_init_done(None) == (None, _bootlog.CRNG_KMSG_WITHOUT)
+    assert kernel_log.crng_init_done(None) == (None, kernel_log.CRNG_KMSG_WITHOUT)
 
 
 def test_this_machines_kernel_log_answers_without_raising() -> None:
-    when, said = _bootlog.crng_init_done(None)
+    when, said = kernel_log.crng_init_done(None)
     assert (when is None and said) or (isinstance(when, float) and when >= 0 and said == "/dev/kmsg"), (when, said)
 
 
@@ -606,8 +608,8 @@ def test_this_machines_kernel_log_answers_without_raising() -> None:
 
 def test_the_stall_of_cloud_init_local_on_the_sample() -> None:
     entries = sample()
-    crng, _source = _bootlog.crng_init_done(entries)
-    found = _bootlog.stalls(entries, crng)
+    crng, _source = kernel_log.crng_init_done(entries)
+    found = stalls.stalls(entries, crng)
     assert [stall["unit"] for stall in found] == ["cloud-init-local.service"]
     (stall,) = found
     assert round(stall["started"], 2) == 15.76 and round(stall["crng_init_done"], 2) == 17.40
@@ -636,7 +638,7 @@ def test_a_stall_behind_tee_as_a_real_debian_boot_logs_cloud_init() -> None:
     """Debian's cloud.cfg sends cloud-init's output through `tee -a /var/log/cloud-init-output.log`: the journal sees
     tee, not Python (measured on the real boots of tests/boot). The stall is still reported, saying so."""
     entries = through("tee", "/usr/bin/tee", "tee -a /var/log/cloud-init-output.log")
-    (stall,) = _bootlog.stalls(entries, 17.400312)
+    (stall,) = stalls.stalls(entries, 17.400312)
     assert stall["unit"] == "cloud-init-local.service" and stall["lost"] == 1.64 and stall["python"] is None
     assert "through tee, so the journal does not name its interpreter" in stall["note"]
     assert "`urandom-shim run --policy legacy -- ...`" in stall["avoid"][0]  # not tee's command line
@@ -644,12 +646,12 @@ def test_a_stall_behind_tee_as_a_real_debian_boot_logs_cloud_init() -> None:
 
 def test_a_unit_that_runs_no_python_is_no_stall() -> None:
     entries = through("bash", "/usr/bin/bash", "/bin/bash /usr/local/sbin/setup.sh")
-    assert _bootlog.stalls(entries, 17.400312) == []
+    assert stalls.stalls(entries, 17.400312) == []
 
 
 def test_what_the_sample_holds_that_is_no_stall() -> None:
     entries = sample()
-    started = {_bootlog.started_unit(entry): _bootlog.at(entry) for entry in entries if _bootlog.started_unit(entry)}
+    started = {stalls.started_unit(entry): journal.at(entry) for entry in entries if stalls.started_unit(entry)}
     # early-setup (Python) and systemd-random-seed (not Python) started before the CRNG was ready too, and the two
     # that started before journald did so through the kernel's buffer, without a UNIT field.
     assert {unit for unit, when in started.items() if when < 17.400312} == {
@@ -660,23 +662,23 @@ def test_what_the_sample_holds_that_is_no_stall() -> None:
         "systemd-random-seed.service",
     }
     early = [entry for entry in entries if entry.get("_SYSTEMD_UNIT") == "early-setup.service"]
-    assert all(_bootlog.is_python(entry) for entry in early)
-    assert min(_bootlog.at(entry) for entry in early) < 17.400312  # its first line came in the window
+    assert all(stalls.is_python(entry) for entry in early)
+    assert min(journal.at(entry) for entry in early) < 17.400312  # its first line came in the window
     seed = entry_with(entries, "Kernel entropy pool is not initialized yet")
-    assert not _bootlog.is_python(seed) and _bootlog.at(seed) < 17.400312
-    assert _bootlog.kernel_release(entries) == (6, 12)
+    assert not stalls.is_python(seed) and journal.at(seed) < 17.400312
+    assert stalls.kernel_release(entries) == (6, 12)
 
 
 def test_no_stalls_without_the_time_of_crng_init_done() -> None:
-    assert _bootlog.stalls(sample(), None) == []
+    assert stalls.stalls(sample(), None) == []
 
 
 def test_the_stall_window_follows_the_crng_time() -> None:
     entries = sample()
     # Had the CRNG been ready before any unit started, nothing stalled; had it been later than every first line of
     # early-setup.py, that unit would have stalled too.
-    assert _bootlog.stalls(entries, 10.0) == []
-    later = [stall["unit"] for stall in _bootlog.stalls(entries, 16.0)]
+    assert stalls.stalls(entries, 10.0) == []
+    later = [stall["unit"] for stall in stalls.stalls(entries, 16.0)]
     assert later == ["cloud-init-local.service", "early-setup.service"]  # by start
 
 
@@ -687,7 +689,7 @@ def test_a_start_logged_through_the_kernel_buffer_counts() -> None:
         del start[name]
     start.update(_TRANSPORT="kernel", SYSLOG_PID="1", _SOURCE_MONOTONIC_TIMESTAMP=start["__MONOTONIC_TIMESTAMP"])
     start["__MONOTONIC_TIMESTAMP"] = "7422400"  # imported when journald started
-    (stall,) = _bootlog.stalls(entries, 17.400312)
+    (stall,) = stalls.stalls(entries, 17.400312)
     assert stall["unit"] == "cloud-init-local.service" and stall["lost"] == 1.64
 
 
@@ -695,14 +697,14 @@ def test_which_starting_lines_name_a_unit() -> None:
     def kmsg(text: str, identifier: str = "systemd") -> dict[str, Any]:
         return {"_TRANSPORT": "kernel", "SYSLOG_IDENTIFIER": identifier, "MESSAGE": text}
 
-    assert _bootlog.started_unit(kmsg("Starting systemd-journald.service - Journal Service...")) == (
+    assert stalls.started_unit(kmsg("Starting systemd-journald.service - Journal Service...")) == (
         "systemd-journald.service"
     )
-    assert _bootlog.started_unit(kmsg("Starting early.service...")) == "early.service"
-    assert _bootlog.started_unit(kmsg("Starting Journal Service...")) is None  # systemd before 249: no unit name
-    assert _bootlog.started_unit(kmsg("Starting backup.service - nightly", identifier="backup")) is None
-    assert _bootlog.started_unit({"UNIT": "x.service", "MESSAGE": "Started x.service - X."}) is None
-    assert _bootlog.started_unit({"UNIT": "x.service", "MESSAGE": "Starting X..."}) == "x.service"
+    assert stalls.started_unit(kmsg("Starting early.service...")) == "early.service"
+    assert stalls.started_unit(kmsg("Starting Journal Service...")) is None  # systemd before 249: no unit name
+    assert stalls.started_unit(kmsg("Starting backup.service - nightly", identifier="backup")) is None
+    assert stalls.started_unit({"UNIT": "x.service", "MESSAGE": "Started x.service - X."}) is None
+    assert stalls.started_unit({"UNIT": "x.service", "MESSAGE": "Starting X..."}) == "x.service"
 
 
 @pytest.mark.parametrize(
@@ -722,19 +724,19 @@ def test_which_starting_lines_name_a_unit() -> None:
 )
 def test_which_entries_a_python_wrote(exe: str | None, comm: str | None, wrote: bool) -> None:
     entry = {key: value for key, value in (("_EXE", exe), ("_COMM", comm)) if value is not None}
-    assert _bootlog.is_python(entry) is wrote
+    assert stalls.is_python(entry) is wrote
 
 
 def test_kernels_before_5_18_do_not_stall_a_starting_interpreter() -> None:
     entries = sample()
     version = entry_with(entries, "Linux version")
     version["MESSAGE"] = "Linux version 5.10.0-33-cloud-amd64 (debian-kernel@lists.debian.org) #1 SMP Debian 5.10.226-1"
-    assert _bootlog.stalls(entries, 17.400312) == []
+    assert stalls.stalls(entries, 17.400312) == []
     version["MESSAGE"] = "Linux version 5.18.0-1-cloud-amd64 (debian-kernel@lists.debian.org)"
-    assert len(_bootlog.stalls(entries, 17.400312)) == 1
+    assert len(stalls.stalls(entries, 17.400312)) == 1
     entries.remove(version)  # the journal no longer holds it: assume a kernel that stalls
-    assert _bootlog.kernel_release(entries) is None
-    assert len(_bootlog.stalls(entries, 17.400312)) == 1
+    assert stalls.kernel_release(entries) is None
+    assert len(stalls.stalls(entries, 17.400312)) == 1
 
 
 def test_a_run_after_a_restart_is_not_the_run_that_started_before_the_crng() -> None:
@@ -751,11 +753,11 @@ def test_a_run_after_a_restart_is_not_the_run_that_started_before_the_crng() -> 
     ]
     # Its first Python line of the run that started before the CRNG came at 12 s, in the window: no stall. (The
     # run that started at 20 s started after the CRNG was ready.)
-    assert _bootlog.stalls(entries, 15.0) == []
+    assert stalls.stalls(entries, 15.0) == []
     del entries[2]
-    assert _bootlog.stalls(entries, 15.0) == []  # the first run wrote nothing: nothing to tell
+    assert stalls.stalls(entries, 15.0) == []  # the first run wrote nothing: nothing to tell
     entries.insert(2, entry(16_000_000, **python, MESSAGE="late"))
-    (stall,) = _bootlog.stalls(entries, 15.0)
+    (stall,) = stalls.stalls(entries, 15.0)
     assert (stall["started"], stall["first_line"], stall["lost"]) == (10.0, 16.0, 5.0)
     assert "-- /usr/bin/python3 r.py`" in stall["avoid"][0]
     # Two runs before the CRNG was ready: the first ran its Python in the window, the second stalled.
@@ -765,7 +767,7 @@ def test_a_run_after_a_restart_is_not_the_run_that_started_before_the_crng() -> 
         entry(12_000_000, UNIT="retry.service", MESSAGE="Starting retry.service - Retry..."),
         entry(16_500_000, **python, MESSAGE="second run"),
     ]
-    (stall,) = _bootlog.stalls(entries, 15.0)
+    (stall,) = stalls.stalls(entries, 15.0)
     assert (stall["started"], stall["first_line"], stall["lost"]) == (12.0, 16.5, 3.0)
 
 
@@ -773,12 +775,14 @@ def test_a_run_after_a_restart_is_not_the_run_that_started_before_the_crng() -> 
 
 
 def test_the_samples_event_lines_are_what_describe_writes() -> None:
-    lines = [_bootlog.message(entry) for entry in sample() if _bootlog.message(entry).startswith("urandom-shim: ")]
-    assert lines == sample_shim_lines(), "the events' wording changed: run `PYTHONPATH=. python tests/test_bootlog.py`"
+    lines = [journal.message(entry) for entry in sample() if journal.message(entry).startswith("urandom-shim: ")]
+    assert lines == sample_shim_lines(), (
+        "the events' wording changed: run `PYTHONPATH=. python tests/test_report_boot_log.py`"
+    )
 
 
 def test_events_from_the_samples_journal() -> None:
-    events = _bootlog.events_from_journal(sample())
+    events = shim_lines.events_from_journal(sample())
     same = {
         "pid": 412,
         "uid": 0,
@@ -806,7 +810,7 @@ def test_events_from_the_journal_take_what_the_entry_knows() -> None:
     bare = {"MESSAGE": list(line.encode()), **trusted}
     named = {**bare, "_PID": "77", "_COMM": "python3", "_SYSTEMD_UNIT": "x.service"}
     others = [{"MESSAGE": "random: crng init done"}, {"MESSAGE": "urandom-shim: not an event"}, {}]
-    events = _bootlog.events_from_journal([*others, bare, named, {**named, "_CMDLINE": "python3 -m x"}])
+    events = shim_lines.events_from_journal([*others, bare, named, {**named, "_CMDLINE": "python3 -m x"}])
     assert [(event["pid"], event["unit"], event["argv"]) for event in events] == [
         (None, None, []),
         (77, "x.service", ["python3"]),
@@ -825,9 +829,9 @@ def test_an_events_time_is_the_entrys_less_its_wait_never_the_texts() -> None:
         "_TRANSPORT": "stdout",
         "_EXE": "/usr/bin/python3.11",
     }
-    assert [event["boot_time"] for event in _bootlog.events_from_journal([line])] == [18.95]
+    assert [event["boot_time"] for event in shim_lines.events_from_journal([line])] == [18.95]
     untimed = {key: value for key, value in line.items() if key != "__MONOTONIC_TIMESTAMP"}
-    assert [event["boot_time"] for event in _bootlog.events_from_journal([untimed])] == [None]
+    assert [event["boot_time"] for event in shim_lines.events_from_journal([untimed])] == [None]
 
 
 def refresh_sample() -> None:
@@ -835,7 +839,7 @@ def refresh_sample() -> None:
     lines = iter(sample_shim_lines())
     out = []
     for entry in sample():
-        if _bootlog.message(entry).startswith(_messages.PREFIX):
+        if journal.message(entry).startswith(_messages.PREFIX):
             entry["MESSAGE"] = next(lines)
         out.append(json.dumps(entry, separators=(",", ":")) + "\n")
     SAMPLE.write_text("".join(out), encoding="utf-8")

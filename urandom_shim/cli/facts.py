@@ -1,5 +1,5 @@
 """The facts ``status`` and ``check`` report, gathered into the dicts their ``--json`` prints. Rendering them as text
-is :mod:`urandom_shim._render`'s; the command line (:mod:`urandom_shim._cli`) only chooses between the two.
+is :mod:`urandom_shim.cli.text`'s; the command line (:mod:`urandom_shim.cli.status`) only chooses between the two.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import os
 import shutil
 import sys
 
-from . import __version__, _config, _messages, _policies, _programs, _readiness, _simulation, _sources
-from ._state import state
+from .. import __version__, _config, _messages, _policies, _programs, _readiness, _simulation, _sources
+from .._state import state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -164,11 +164,11 @@ def activation_facts() -> dict[str, Any]:
         "inactive_reason": reason,
         "pth": pth,
         "patched": engine is not None and engine.engaged,
-        "package": os.path.dirname(os.path.abspath(__file__)),
+        "package": os.path.dirname(os.path.dirname(os.path.abspath(__file__))),  # this is urandom_shim/cli/
     }
 
 
-def status_report() -> dict[str, Any]:
+def status_facts() -> dict[str, Any]:
     """Everything ``status`` says, as one JSON-ready object."""
     problems: list[str] = []
     simulation = simulation_facts(problems)
@@ -329,7 +329,7 @@ def events_file_state(path: str | None) -> str | None:
     return "appended to"
 
 
-def check_report(target: str | None) -> dict[str, Any]:
+def check_facts(target: str | None) -> dict[str, Any]:
     """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
     would get, every source tried and what it contributed, and the problems an interpreter would print."""
     who, described = program(target)

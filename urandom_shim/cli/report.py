@@ -1,0 +1,58 @@
+"""``report``: read a boot's events and journal (:mod:`urandom_shim.report`), print the report, and with
+``--fail-for`` turn its verdict into an exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import sys
+
+from .. import _messages
+from . import exits, text
+from .exits import EXIT_CANNOT_WRITE, EXIT_NOTHING_READ, EXIT_PROBLEMS, UsageError
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    # Here, not at the top: the other commands (`run` at early boot among them) start without the report package.
+    from ..report import gather, verdict
+    from ..report import text as report_text
+
+    for option, given in (("--events", args.events), ("--journal-file", args.journal_file)):
+        if given == "":
+            raise UsageError(_messages.REPORT_EMPTY_PATH.format(option=option))
+    if args.allow_empty and args.fail_for is None:
+        raise UsageError(_messages.REPORT_ALLOW_EMPTY_ALONE)
+    path = args.events if args.events is not None else gather.default_events_path()
+    report = gather.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
+    try:
+        if sys.stdout is None:  # started with stdout closed (`>&-`)
+            raise OSError(errno.EBADF, "standard output is closed")
+        if args.json:
+            text.write_json(report)
+        else:
+            text.write(report_text.lines(report))
+        sys.stdout.flush()  # a full disk (`> /dev/full`) says so only now
+    except BrokenPipeError:
+        raise  # the reader left: main() says nothing more
+    except (OSError, ValueError) as exc:  # ValueError: a closed file object
+        exits.silence_stdout()  # the interpreter's own flush at exit must not fail again
+        error = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        sys.stderr.write(_messages.REPORT_CANNOT_WRITE.format(error=error))
+        return EXIT_CANNOT_WRITE
+    if args.fail_for is None:
+        return 0
+    if verdict.fails(report, args.fail_for):
+        return EXIT_PROBLEMS
+    unread = verdict.unread(report, allow_empty=args.allow_empty)
+    if unread is None:
+        return 0
+    from .._messages import emit
+
+    source, problem, absent = unread
+    hint = _messages.REPORT_ALLOW_EMPTY_HINT if absent else ""
+    if source is None:
+        emit(_messages.REPORT_NOTHING_READ.format(policy=args.fail_for, hint=hint))
+    else:
+        emit(_messages.REPORT_SOURCE_UNREAD.format(policy=args.fail_for, source=source, problem=problem, hint=hint))
+    return EXIT_NOTHING_READ

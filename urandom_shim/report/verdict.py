@@ -1,0 +1,226 @@
+"""What each policy would have done with a boot's recorded calls, for ``urandom-shim report``: the events grouped per
+program, and a verdict per policy.
+
+What a policy would do with each recorded call is the policy table's answer (:func:`urandom_shim._policies.action`)
+for the call's site, so the verdict for a policy nobody configured is as exact as for the one that was.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .. import _events, _policies
+from .._terminal import escaped
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Iterable
+
+
+#: The call sites whose bytes are meant for secrets; the two seeding sites only seed the ``random`` module.
+STRONG_SITES = (_policies.URANDOM, _policies.SECRETS)
+#: The sites a record may name: the policy table's, and report mode's explicit wait that nothing would end.
+KNOWN_SITES = (*_policies.SITES, _policies.EXPLICIT_WAIT)
+#: What one call comes to under a policy, worst last: nothing to see, a wait, weak bytes, an exception.
+FINE, WAIT, WEAK, RAISE = "fine", "wait", "weak", "raise"
+RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
+#: The largest events file read: a boot's events are a few kilobytes; a file this big is not ours.
+MAX_EVENTS_FILE = 64 * 1024 * 1024
+
+
+def outcome(policy: _policies.Policy, site: str) -> str:
+    """What a call at ``site`` in the window comes to under ``policy``."""
+    if site == _policies.EXPLICIT_WAIT:
+        return WAIT  # an explicit wait waits under every policy
+    if site not in _policies.SITES:
+        site = _policies.URANDOM
+    todo = _policies.action(policy, site)
+    if todo == _policies.RAISE:
+        return RAISE
+    if site not in STRONG_SITES:  # seeding `random`, from best-effort bytes or from time and pid: not for secrets
+        return FINE
+    if todo == _policies.BEST_EFFORT:
+        return WEAK
+    return WAIT  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
+
+
+def call_site(event: dict[str, Any]) -> str:
+    site = event.get("site")
+    return site if site in KNOWN_SITES else _events.site_of(str(event.get("call")))
+
+
+# -- per program -----------------------------------------------------------------------------------------------------
+
+
+def program_name(event: dict[str, Any]) -> str:
+    """What a program is called in the report: its systemd unit, else the name ``[[program]]`` rules match, else its
+    command line's first words."""
+    if event.get("unit"):
+        return str(event["unit"])
+    if event.get("program"):
+        return str(event["program"])
+    argv = [os.path.basename(str(arg)) for arg in (event.get("argv") or ())[:2]]
+    return " ".join(argv) or f"pid {event.get('pid', '?')}"
+
+
+#: What a record says was done at a call site: two records that differ in any of these are two rows.
+SAID = ("policy", "policy_source", "mode", "action", "would")
+
+
+def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str, Any]]:
+    """The events per program, each with its call sites and what every policy would make of them."""
+    programs: dict[str, dict[str, Any]] = {}
+    for event in events:
+        name = program_name(event)
+        entry = programs.setdefault(
+            name,
+            {
+                "name": name,
+                "unit": event.get("unit"),
+                "program": event.get("program"),
+                "argv": event.get("argv"),
+                "pids": [],
+                "uids": [],
+                "first_call": None,
+                "first_call_after_crng": None,
+                "calls": {},
+                "sites": {},
+            },
+        )
+        pid = event.get("pid")
+        if pid is not None and pid not in entry["pids"]:
+            entry["pids"].append(pid)
+        uid = event.get("uid")
+        if isinstance(uid, int) and uid not in entry["uids"]:
+            entry["uids"].append(uid)
+        # A call site is its call, its caller and its site, and what was done there: no record merges into another
+        # that differs in any of them, so none can change the site (and so the verdict) or the story of another.
+        site = call_site(event)
+        where = (event.get("call"), event.get("caller"), site)
+        key = (*where, *(event.get(name) for name in SAID))
+        if event.get("event") == "repeat" and event.get("from") == "journal":
+            # From the journal a repeat names no policy: it belongs to the first call site it matches.
+            key = entry["sites"].get(where, key)
+        entry["sites"].setdefault(where, key)  # the first call site of each (call, caller, site): one look-up each
+        call = entry["calls"].setdefault(
+            key,
+            {
+                "call": event.get("call"),
+                "site": site,
+                "caller": event.get("caller"),
+                "first": None,
+                "count": 0,
+                "policy": event.get("policy"),
+                "policy_source": event.get("policy_source"),
+                "mode": event.get("mode"),
+                "action": event.get("action"),
+                "would": event.get("would"),
+                "waited": 0.0,
+                "simulated": bool(event.get("simulated")),
+            },
+        )
+        if event.get("event") == "repeat":
+            call["count"] += int(event.get("count") or 0)
+            continue
+        if call["policy"] is None and call["action"] is None:  # a journal's repeat came first
+            call.update({name: event.get(name) for name in SAID})
+        call["count"] += 1
+        when = event.get("boot_time")
+        if isinstance(when, (int, float)):
+            if call["first"] is None or when < call["first"]:
+                call["first"] = when
+            if entry["first_call"] is None or when < entry["first_call"]:
+                entry["first_call"] = when
+        waited = event.get("waited")
+        if isinstance(waited, (int, float)) and waited > call["waited"]:
+            call["waited"] = waited
+    result = []
+    for entry in programs.values():
+        del entry["sites"]
+        calls = sorted(entry["calls"].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
+        entry["calls"] = calls
+        entry["simulated"] = all(c["simulated"] for c in calls)
+        if entry["first_call"] is not None and crng is not None and not entry["simulated"]:
+            # A simulated window has nothing to do with when the real kernel's CRNG was ready.
+            entry["first_call_after_crng"] = round(entry["first_call"] - crng, 3)
+        entry["under"] = {
+            policy.name: max((outcome(policy, c["site"]) for c in calls), key=RANK.__getitem__, default=FINE)
+            for policy in _policies.POLICIES
+        }
+        entry["longest_wait"] = max((c["waited"] for c in calls), default=0.0)
+        result.append(entry)
+    result.sort(key=lambda p: (p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
+    return result
+
+
+def verdict(programs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per policy: which programs would raise, which would use weak bytes, which would wait; and one sentence."""
+    result: dict[str, Any] = {}
+    for policy in _policies.POLICIES:
+        by_outcome: dict[str, list[str]] = {RAISE: [], WEAK: [], WAIT: []}
+        for program in programs:
+            found = program["under"][policy.name]
+            if found in by_outcome:
+                by_outcome[found].append(program["name"])
+        longest = max((p["longest_wait"] for p in programs if p["name"] in by_outcome[WAIT]), default=0.0)
+        result[policy.name] = {
+            "raise": by_outcome[RAISE],
+            "weak": by_outcome[WEAK],
+            "wait": by_outcome[WAIT],
+            "longest_measured_wait": longest,
+            "text": sentence(policy.name, by_outcome, longest),
+        }
+    return result
+
+
+def sentence(policy: str, by_outcome: dict[str, list[str]], longest: float) -> str:
+    parts = []
+    if by_outcome[RAISE]:
+        parts.append(f"{_count(by_outcome[RAISE])} would raise BlockingIOError: {_names(by_outcome[RAISE])}")
+    if by_outcome[WEAK]:
+        parts.append(f"{_count(by_outcome[WEAK])} would have used weak bytes: {_names(by_outcome[WEAK])}")
+    if by_outcome[WAIT]:
+        measured = f" (longest measured {longest:.2f} s)" if longest > 0 else ""
+        parts.append(f"{_count(by_outcome[WAIT])} would wait for the CRNG{measured}: {_names(by_outcome[WAIT])}")
+    if not parts:
+        return f"under {policy}, no program would raise, wait or use weak bytes"
+    return f"under {policy}, " + "; ".join(parts)
+
+
+def _count(names: list[str]) -> str:
+    return plural(len(names), "program")
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
+
+
+def _names(names: list[str], shown: int = 5) -> str:
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return ", ".join(names[:shown]) + more
+
+
+def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | None, str | None, bool] | None:
+    """Why ``--fail-for`` can't pass on this report although no program fails: (the source in words, or None when
+    nothing at all was read; its problem; whether there simply was nothing there, which ``--allow-empty`` accepts).
+    None when it can pass. A source asked for and not read fails it: an events file named or configured that does
+    not exist, can't be read or is refused, and a journal that can't be read. So does reading nothing at all."""
+    sources = report["sources"]
+    events, journal = sources["events"], sources.get("journal")
+    asked = []
+    if events["path"] is not None:
+        asked.append((f"the events file {escaped(events['path'])}", events))
+    if journal is not None:
+        asked.append((f"the journal ({escaped(journal['path'])})", journal))
+    for name, source in asked:
+        if not source["read"] and not (allow_empty and source["absent"]):
+            return name, escaped(source["problem"]).rstrip("."), bool(source["absent"])
+    if not any(source["read"] for _name, source in asked) and not allow_empty:
+        return None, None, True
+    return None
+
+
+def fails(report: dict[str, Any], policy: str) -> bool:
+    """``--fail-for``: whether some program would raise or use weak bytes under ``policy``."""
+    found = report["verdict"][policy]
+    return bool(found["raise"] or found["weak"])
