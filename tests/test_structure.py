@@ -269,3 +269,16 @@ def test_the_map_says_which_modules_run_at_interpreter_start_and_the_subpackages
     }
     for name in starting:
         assert edges[name] <= starting, f"{name} runs at start and imports {sorted(edges[name] - starting)}"
+
+
+#: What a module over the size limit says, in its docstring, about why it is one piece (issue 29).
+ONE_PIECE = "One piece, though over 500 lines:"
+
+
+def test_no_module_is_over_500_lines_unless_it_says_why_it_is_one_piece() -> None:
+    over = []
+    for path in sorted([*ROOT.joinpath("urandom_shim").rglob("*.py"), ROOT / "_urandom_shim_boot.py"]):
+        text = path.read_text(encoding="utf-8")
+        if text.count("\n") > 500 and ONE_PIECE not in (ast.get_docstring(ast.parse(text)) or ""):
+            over.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
+    assert not over, "over 500 lines, without a docstring line saying why it is one piece:\n" + "\n".join(over)

@@ -6,8 +6,10 @@ uninitialised (or a simulation says so). The engine reads the configuration, ins
 out again the moment the CRNG is ready, so every call site returns to the interpreter's own code and speed.
 
 This module also holds ``activate()`` and ``deactivate()``, which :mod:`urandom_shim` re-exports, and
-:func:`boot`, where start-up hands over to the package on the unready path. (One module rather than three: each
-module costs about 0.45 M instructions to import, and the unready path's start-up budget is 1.5x.)
+:func:`boot`, where start-up hands over to the package on the unready path.
+
+One piece, though over 500 lines: each module costs about 0.45 M instructions to import, the unready path's start-up
+budget is 1.5x, and its wrappers must not import anything while a call waits.
 """
 
 import os

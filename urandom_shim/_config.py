@@ -19,6 +19,9 @@ With ``-E`` or ``-I`` these variables are ignored, the way Python ignores its ow
 
 A bad value never stops an interpreter: it is reported on one ``urandom-shim:`` line that names the source, the bad
 value and the valid choices, and resolution carries on as if the variable were not set.
+
+One piece, though over 500 lines: every unready start resolves configuration with all of it, and a second module
+would cost each of them about 0.4 M instructions more to import (docs/explanation/design-decisions.md).
 """
 
 import os

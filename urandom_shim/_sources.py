@@ -4,9 +4,13 @@ Each reader returns a :class:`Layer`: the raw values it found (key -> value), a 
 variable, or a file and table), and the problems it met (one message each). :mod:`urandom_shim._config` validates
 the values and applies precedence; this module only knows where configuration lives and how to read it safely.
 
-Files are capped at :data:`MAX_BYTES`, must be UTF-8 TOML, and are parsed with ``tomllib`` (3.11+) or ``tomli``.
-A file that was found by discovery and is absent is simply not there; the file named by ``URANDOM_SHIM_CONFIG`` must
-exist, because the user asked for it.
+Files are capped at :data:`MAX_BYTES`, must be UTF-8 TOML, and are read by :mod:`urandom_shim._toml`, or by
+``tomllib`` (3.11+) or ``tomli`` where it declines. A file that was found by discovery and is absent is simply not
+there; the file named by ``URANDOM_SHIM_CONFIG`` must exist, because the user asked for it.
+
+One piece, though over 500 lines: every unready start that looks for configuration uses all of it, and a second
+module would cost each of them about 0.4 M instructions to import; what only ``-m`` and scripts need is apart, in
+:mod:`urandom_shim._programs`.
 """
 
 import os
