@@ -334,6 +334,16 @@ _MENTIONS = [
     "[tool]\nurandom-shim = 1",
     '[tool.urandom-shim]\npolicy = "legacy"\nx = [\n  [1, 2],\n]',
     '[tool.urandom-shim]\nx = [\n  "a",\n]\npolicy = "legacy"',
+    # Near misses of our name, and our name in other cases: a table the shim says "did you mean" about.
+    "[tool.urandom_shim]",
+    '[tool.Urandom-Shim]\npolicy = "legacy"',
+    '[tool]\nurandom_shim = {policy = "legacy"}',
+    '"urandomshim" = 1',
+    "'URANDOM-SHIMS' = {}",
+    'tool.urandom_shim.policy = "legacy"',
+    'x = "urandom_shim"',
+    "# the Urandom Shim",
+    'deps = ["Urandom-Shim>=1"]',
 ]
 _our_table = st.builds(
     lambda header, lines: header + "\n" + "\n".join(lines),
@@ -383,6 +393,9 @@ def test_our_tables_read_alone_are_what_the_full_parser_reads_in_the_whole_docum
     if ours == "":
         event("certain: no header of ours")
         assert expected is MISSING, text
+        if _toml.no_table_of_ours(text):
+            event("certain: no table of ours, and no near miss")
+            assert _sources.near_miss(document) is None, text
         return
     alone = _toml.loads(ours)
     if alone is None:
@@ -424,6 +437,16 @@ def test_a_broken_table_of_another_tool_does_not_hide_ours(tmp_path: Path) -> No
     layer = _sources.read_pyproject(str(path))
     assert layer is not None and layer.values == {} and len(layer.problems) == 1
     assert "is not valid TOML" in layer.problems[0]
+
+
+def test_a_project_that_only_depends_on_us_is_not_read_and_another_tools_error_is_not_ours(tmp_path: Path) -> None:
+    path = tmp_path / "pyproject.toml"
+    path.write_text('[project]\ndependencies = ["urandom-shim>=1.0"]\n[tool.ruff]\nline-length = = 1\n')
+    with mock.patch.object(_toml, "loads", side_effect=AssertionError("read")):
+        assert _sources.read_pyproject(str(path)) is None
+    path.write_text('[project]\ndependencies = ["urandom-shim>=1.0"]\n[tool.urandom_shim]\npolicy = "pep522"\n')
+    layer = _sources.read_pyproject(str(path))
+    assert layer is not None and len(layer.problems) == 1 and "did you mean [tool.urandom-shim]" in layer.problems[0]
 
 
 def test_the_realistic_pyproject_is_read_by_its_table_alone() -> None:

@@ -366,21 +366,41 @@ def our_tables(text: str) -> "str | None":
     return "\n".join(parts)
 
 
-def _in_a_value(line: str) -> bool:
-    """Whether no ``urandom-shim`` on ``line`` can name our table: the line is a comment, a line of plain string
-    array items, or ``key = ...`` with one key that is neither ``tool`` nor ``urandom-shim`` (bare, or quoted, as in
-    hatch's ``"src/urandom-shim.toml" = ...``) and no other key that holds our name."""
+def no_table_of_ours(text: str) -> bool:
+    """Whether the document certainly holds no table of ours and no near miss of its name (``[tool.urandom_shim]``,
+    another case): every ``urandom``, in any case, is in a comment, a string value, or the value of a key that does
+    not hold it. A project that only depends on us (``"urandom-shim>=1.0"``) is then not read at all, and another
+    tool's broken table is not reported as if it were ours."""
+    lowered = text.lower()
+    if '"""' in text or "'''" in text or "\\u" in lowered or "\\x" in lowered:
+        return False
+    found = lowered.find("urandom")
+    while found >= 0:
+        start = lowered.rfind("\n", 0, found) + 1
+        end = lowered.find("\n", found)
+        end = len(lowered) if end < 0 else end
+        if not _in_a_value(lowered[start:end].strip(" \t"), "urandom"):
+            return False
+        found = lowered.find("urandom", end)
+    return True
+
+
+def _in_a_value(line: str, name: str = "urandom-shim") -> bool:
+    """Whether no ``name`` on ``line`` can name a table: the line is a comment, a line of plain string array items,
+    or ``key = ...`` with one key that is not ``tool`` and does not hold ``name`` (bare, or quoted; for our exact
+    name, a quoted key other than ``"urandom-shim"`` itself, as in hatch's ``"src/urandom-shim.toml" = ...``)."""
     first = line[:1]
     if first == "#":
         return True
     if first == '"' or first == "'":
         close = line.find(first, 1)
         if close > 0 and line[close + 1 :].lstrip(" \t")[:1] == "=":
-            return line[1:close] not in ("urandom-shim", "tool")  # one quoted key, then its value
+            key = line[1:close]  # one quoted key, then its value
+            return key != "tool" and (key != name if name == "urandom-shim" else name not in key)
         return first == '"' and plain_strings(line.rstrip(" \t]")) is not None
     key, equals, _value = line.partition("=")
     key = key.rstrip(" \t")
-    return bool(equals) and key != "tool" and "urandom-shim" not in key and bare(key)
+    return bool(equals) and key != "tool" and name not in key and bare(key)
 
 
 def plain_strings(inner: str) -> "list[str] | None":
