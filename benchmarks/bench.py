@@ -1,6 +1,6 @@
 """Benchmark: what the shim costs, as ratios against the same venv without it, measured in one interleaved run.
 
-    python benchmarks/bench.py [--python PATH] [--wheel WHEEL] [--runs N]
+    python benchmarks/bench.py [--python PATH] [--wheel WHEEL] [--runs N] [--config-only]
 
 It makes one venv of the interpreter with the wheel installed. "Without the shim" is that same venv with the shim's
 start-up files renamed away, toggled before every single run, so both sides share the machine's noise.
@@ -76,7 +76,9 @@ class Venv:
                 active.unlink()  # the floor's stand-in
         if mode == "on":
             for name in STARTUP_FILES:
-                (self.site / (name + ".off")).rename(self.site / name)
+                parked = self.site / (name + ".off")
+                if parked.exists():  # an older wheel has no urandom_shim_pep829.start
+                    parked.rename(self.site / name)
         elif mode == "floor":
             (self.site / "urandom_shim.pth").write_text("# an empty .pth file\n")
         elif mode == "module":
