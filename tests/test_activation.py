@@ -423,3 +423,33 @@ def test_start_up_emits_no_warning_under_dev_mode_and_warnings_as_errors(shim: V
         flags=("-X", "dev", "-W", "error"),
     )
     assert result.returncode == 0 and without_events(result.stderr) == "", result.stderr
+
+
+def test_aliases_in_modules_frozen_by_gc_freeze_are_still_covered(shim: Venv, tmp_path: Path) -> None:
+    """Hostile review of issue 30: the alias scan finds modules through ``gc.get_referrers()``, which does not see
+    what ``gc.freeze()`` moved to the permanent generation. A frozen module's alias must still raise under pep522,
+    whether it was frozen before the shim started (another ``.pth``) or before ``activate()``."""
+    (tmp_path / "frozen_early.py").write_text("from os import urandom as my_urandom\nimport gc\ngc.freeze()\n")
+    (tmp_path / "frozen_late.py").write_text("from os import urandom as my_urandom\n")
+    hook = shim.site_packages / "aaa_test_freeze.pth"
+    hook.write_text(
+        f'import os, sys; exec("sys.path.insert(0, {str(tmp_path)!r}); import frozen_early") '
+        "if os.environ.get('URANDOM_SHIM_TEST_FREEZE') else None\n"
+    )
+    call = "try:\n    {}.my_urandom(4)\n    print('bytes')\nexcept BlockingIOError:\n    print('raised')\n"
+    try:
+        early = py(
+            shim,
+            "import frozen_early\n" + call.format("frozen_early"),
+            {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_TEST_FREEZE": "1", **UNREADY},
+        )
+        assert early.stdout == "raised\n", early.stdout + early.stderr
+    finally:
+        hook.unlink()
+    late = py(
+        shim,
+        f"import sys, gc; sys.path.insert(0, {str(tmp_path)!r}); import frozen_late; gc.freeze()\n"
+        "import urandom_shim; urandom_shim.activate('pep522')\n" + call.format("frozen_late"),
+        dict(UNREADY),
+    )
+    assert late.stdout == "raised\n", late.stdout + late.stderr

@@ -334,6 +334,14 @@ _MENTIONS = [
     "[tool]\nurandom-shim = 1",
     '[tool.urandom-shim]\npolicy = "legacy"\nx = [\n  [1, 2],\n]',
     '[tool.urandom-shim]\nx = [\n  "a",\n]\npolicy = "legacy"',
+    # tool as a value or through dotted keys: our header would then go through a value, or our table be elsewhere.
+    "tool = 1",
+    '"tool" = 1',
+    "tool.x = 1",
+    "'tool'.x = {}",
+    "  tool   =  []",
+    "[project]\ntool = 1",
+    "\ufeff[project]",
     # Near misses of our name, and our name in other cases: a table the shim says "did you mean" about.
     "[tool.urandom_shim]",
     '[tool.Urandom-Shim]\npolicy = "legacy"',
@@ -437,6 +445,26 @@ def test_a_broken_table_of_another_tool_does_not_hide_ours(tmp_path: Path) -> No
     layer = _sources.read_pyproject(str(path))
     assert layer is not None and layer.values == {} and len(layer.problems) == 1
     assert "is not valid TOML" in layer.problems[0]
+
+
+@pytest.mark.parametrize(
+    "before", ["tool = 1\n", '"tool" = "x"\n', "tool.other = 1\n", "\ufeff[project]\n", "[[tool]]\n"]
+)
+def test_a_document_that_makes_our_header_invalid_is_read_whole_and_reported(tmp_path: Path, before: str) -> None:
+    """Hostile review: ``tool = 1`` before ``[tool.urandom-shim]`` makes our own header invalid (it goes through a
+    value), so the file must be read whole, and its error reported, as the full parser reports it."""
+    text = before + '[tool.urandom-shim]\npolicy = "legacy"\n'
+    assert _toml.our_tables(text) is None
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text, encoding="utf-8")
+    layer = _sources.read_pyproject(str(path))
+    document, error = full(text)
+    if error is not None:
+        assert layer is not None and layer.values == {} and "is not valid TOML" in layer.problems[0]
+    elif isinstance(document["tool"], list):  # [[tool]]: our table is part of its last element, not ours
+        assert layer is None
+    else:  # tool.other = 1 and [tool.urandom-shim] together are valid TOML: read whole, the same table
+        assert layer is not None and layer.values == document["tool"]["urandom-shim"]
 
 
 def test_a_project_that_only_depends_on_us_is_not_read_and_another_tools_error_is_not_ours(tmp_path: Path) -> None:

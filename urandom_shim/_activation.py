@@ -413,10 +413,14 @@ def patch_all_loaded_aliases(engine: "Engine", patcher: "Patcher", holders: "lis
     only the modules whose namespace is one of them are scanned. Scanning every value of every loaded module cost
     about 2.7 M instructions on an unready start (issue 30); the garbage collector's walk is shared with
     :func:`_patching.patch_stray_references`."""
-    held = {id(holder) for holder in holders if type(holder) is dict}
+    import gc
+
+    # The walk doesn't see what gc.freeze() moved to the permanent generation (a pre-fork server's modules, say):
+    # then every module is scanned, as before the walk was shared.
+    held = None if gc.get_freeze_count() else {id(holder) for holder in holders if type(holder) is dict}
     for module in list(sys.modules.values()):
         found = namespace(module)
-        if found is None or id(found) not in held:
+        if found is None or (held is not None and id(found) not in held):
             continue
         try:
             patch_aliases(engine, patcher, module)

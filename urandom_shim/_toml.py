@@ -219,17 +219,23 @@ class _Reader:
 
     def skip_blank(self) -> None:
         """Spaces, comments and line ends, inside an array."""
-        rest = self.line[self.pos :].lstrip(" \t")
-        if not rest or rest[0] == "#":
-            lines = self.lines
-            while True:
-                line = lines[self.index]  # IndexError at the end: an unclosed array
-                self.index += 1
-                rest = line.lstrip(" \t")
-                if rest and rest[0] != "#":
-                    break
-            self.line = line
-        self.pos = len(self.line) - len(rest)
+        line = self.line
+        pos = self.pos
+        count = len(line)
+        while pos < count and line[pos] in " \t":  # no slice of the rest: a long one-line array stays linear
+            pos += 1
+        if pos < count and line[pos] != "#":
+            self.pos = pos
+            return
+        lines = self.lines
+        while True:
+            line = lines[self.index]  # IndexError at the end: an unclosed array
+            self.index += 1
+            rest = line.lstrip(" \t")
+            if rest and rest[0] != "#":
+                break
+        self.line = line
+        self.pos = len(line) - len(rest)
 
     def end_of_line(self) -> None:
         rest = self.line[self.pos :].lstrip(" \t")
@@ -331,14 +337,18 @@ def our_tables(text: str) -> "str | None":
     its header to the next line that starts with ``[``: if that line is inside one of our arrays instead, the reader
     fails on the part and the whole document is read. Other tools' tables are not read at all; for every document
     ``tomllib`` accepts, this gives its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
-    if '"""' in text or "'''" in text or "\\u" in text or "\\U" in text or "\\x" in text:
+    if '"""' in text or "'''" in text or "\\u" in text or "\\U" in text or "\\x" in text or text[:1] == "\ufeff":
         return None
     many = text.find("[[")
     while many >= 0:  # [[tool]] makes tool an array of tables, and our table a part of its last element
-        name = text[many + 2 : text.find("]", many)]
-        if name.strip(" \t\"'") == "tool":
+        end = text.find("\n", many)
+        end = len(text) if end < 0 else end
+        close = text.find("]", many, end)
+        if close >= 0 and text[many + 2 : close].strip(" \t\"'") == "tool":
             return None
-        many = text.find("[[", many + 2)
+        many = text.find("[[", end)  # the next line: each line is looked at once
+    if _defines_tool(text):
+        return None
     parts: list[str] = []
     found = text.find("urandom-shim")
     while found >= 0:
@@ -364,6 +374,21 @@ def our_tables(text: str) -> "str | None":
             return None
         found = text.find("urandom-shim", end)
     return "\n".join(parts)
+
+
+def _defines_tool(text: str) -> bool:
+    """Whether a line starts with the key ``tool`` (bare or quoted, alone or dotted): ``tool = 1`` would make our
+    table's header go through a value, and ``tool.urandom-shim.policy = ...`` would hold our table elsewhere."""
+    found = text.find("tool")
+    while found >= 0:
+        start = text.rfind("\n", 0, found) + 1
+        end = text.find("\n", found)
+        end = len(text) if end < 0 else end
+        after = text[found + 4 : end].lstrip(" \t\"'")
+        if text[start:found].strip(" \t") in ("", '"', "'") and after[:1] in ("=", "."):
+            return True
+        found = text.find("tool", end)
+    return False
 
 
 def no_table_of_ours(text: str) -> bool:
