@@ -13,6 +13,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -21,6 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+# A run started in the background by a shell without job control (`.ci/run &`, cron) inherits SIGINT ignored, and
+# every interpreter the tests start would inherit that too: a test that interrupts a wait with SIGINT (or CPython's
+# own tests of KeyboardInterrupt) would then wait for nothing. Children get the default back from a handler here.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 ROOT = Path(__file__).resolve().parent.parent
 DRIVER = Path(__file__).resolve().parent / "driver.py"
