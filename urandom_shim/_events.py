@@ -12,7 +12,7 @@ counts afresh.
 Sinks:
 
 - stderr: one ``urandom-shim:`` line per event (:func:`describe`), which the journal collects per unit, and which
-  :func:`parse_line` reads back for ``urandom-shim report``;
+  :func:`urandom_shim.report.shim_lines.parse_line` reads back for ``urandom-shim report``;
 - the events file (``events = "/run/urandom-shim/events.jsonl"``): one ``O_APPEND`` write of one line per event, at most
   :data:`MAX_RECORD` bytes (``PIPE_BUF``), so that any number of processes can append to it without a lost or torn
   line. It is opened with ``O_NOFOLLOW`` and written only if it is a regular file. Any failure is silent: no program

@@ -1,9 +1,9 @@
-"""The runtime API (``wait_for_system_rng``, ``urandom``, ``current_settings``, the CRNG state), and the waiting and
-refusing that the engine (:mod:`urandom_shim._activation`) shares with it.
+"""The runtime API (``urandom``, ``current_settings``, the CRNG state), and the waiting and refusing that the engine
+(:mod:`urandom_shim._activation`) shares with it.
 
-:mod:`urandom_shim` re-exports the public functions from here, and ``secrets.wait_for_system_rng`` is this module's
-:func:`wait_for_system_rng`, added under every policy. (``wait_for_system_rng`` itself lives with the import hook
-that adds it, :mod:`urandom_shim._hooks`, which is all that importing ``secrets`` loads on the ready path.) Its imports
+:mod:`urandom_shim` re-exports the public functions from here. ``wait_for_system_rng`` (``secrets.wait_for_system_rng``,
+added under every policy) lives with the import hook that adds it, :mod:`urandom_shim._hooks`, which is all that
+importing ``secrets`` loads on the ready path; it waits with :func:`wait_as_configured` from here. Its imports
 are all at the top: its functions run inside waits, and a wait can run at interpreter shutdown, where an import in a
 function fails.
 """

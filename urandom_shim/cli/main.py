@@ -5,10 +5,11 @@ module of its own (:mod:`.status` for ``status`` and ``check``, :mod:`.wait`, :m
 ``status`` and ``check`` explain; ``wait`` blocks until the kernel CRNG is ready; ``run`` and ``simulate`` start a
 command with chosen settings, through the bootstrap ``sitecustomize`` where the ``.pth`` does not run.
 
-Exit codes: 0 success; 1 problems found (``check``) or timeout (``wait``); 2 usage error; 126 command not
-executable; 127 command not found; 130 interrupted (Ctrl-C); 70 internal error. ``run`` and ``simulate`` replace
-themselves with the command, so after a successful start every exit code and signal is the command's own.
-"""
+Exit codes: 0 success; 1 problems found (``check``), a timeout (``wait``) or a policy that fails ``report --fail-for``;
+2 usage error; 3 ``report --fail-for`` could not read an input; 4 ``check --for`` found no such program; 74 a write
+failed; 126 command not executable; 127 command not found; 130 interrupted (Ctrl-C); 70 internal error. ``run`` and
+``simulate`` replace themselves with the command, so after a successful start every exit code and signal is the
+command's own."""
 
 from __future__ import annotations
 

@@ -179,9 +179,10 @@ def rejection(entry: dict[str, Any]) -> str | None:
     unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's service manager: every process a user without
     root starts runs in one of those).
 
-    A line passed on by :data:`PASS_THROUGH` (``tee``, ``cat``...) in a system unit is believed too: cloud-init's
-    output goes through ``tee`` on Debian, so the journal can't show the Python behind it. Only root can run a
-    system unit, and a line can only add a finding, so believing it can fail a gate but never pass one."""
+    A line passed on by :data:`urandom_shim.report.stalls.PASS_THROUGH` (``tee``, ``cat``...) in a system unit is
+    believed too: cloud-init's output goes through ``tee`` on Debian, so the journal can't show the Python behind it.
+    Only root can run a system unit, and a line can only add a finding, so believing it can fail a gate but never pass
+    one."""
     transport = journal.field(entry, "_TRANSPORT")
     if transport not in SHIM_TRANSPORTS:
         return REJECTED_TRANSPORT.format(transport=transport or "an unknown transport")
@@ -208,10 +209,10 @@ def journal_events(entries: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     """(events, rejected): every event line of the shim among the entries' messages, as the events file records it,
     and the lines that read as one but whose entry shows another writer (:func:`rejection`).
 
-    What an event says about its program comes from journald's trusted fields, never from the text: pid
-    (``_PID``), uid (``_UID``), unit (``_SYSTEMD_UNIT``), command line (``_CMDLINE``, else ``_COMM``), and the time:
-    when journald received the line (:func:`at`), less the wait the line reports (a line is written when its call
-    is over), never before boot. The text gives the call, its caller and what was done. ``"from": "journal"``.
+    What an event says about its program comes from journald's trusted fields, never from the text: pid (``_PID``), uid
+    (``_UID``), unit (``_SYSTEMD_UNIT``), command line (``_CMDLINE``, else ``_COMM``), and the time: when journald
+    received the line (:func:`urandom_shim.report.journal.at`), less the wait the line reports (a line is written when
+    its call is over), never before boot. The text gives the call, its caller and what was done. ``"from": "journal"``.
     Each rejected line is a dict: reason (a sentence), unit, exe, uid, pid, time, and the message (cut short)."""
     events = []
     rejected = []
