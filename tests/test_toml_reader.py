@@ -353,22 +353,25 @@ _MENTIONS = [
     "# the Urandom Shim",
     'deps = ["Urandom-Shim>=1"]',
 ]
-_our_table = st.builds(
-    lambda header, lines: header + "\n" + "\n".join(lines),
-    st.sampled_from(["[tool.urandom-shim]", "[[tool.urandom-shim.program]]", "[tool.urandom-shim.x]"]),
-    st.lists(_plain_lines | _lines, max_size=5),
+
+
+def _table(headers: list[str], lines: st.SearchStrategy[str], most: int) -> st.SearchStrategy[str]:
+    """A header from ``headers``, then up to ``most`` of ``lines``."""
+    return st.builds(
+        lambda header, body: header + "\n" + "\n".join(body), st.sampled_from(headers), st.lists(lines, max_size=most)
+    )
+
+
+_our_table = _table(
+    ["[tool.urandom-shim]", "[[tool.urandom-shim.program]]", "[tool.urandom-shim.x]"], _plain_lines | _lines, 5
 )
-_other_table = st.builds(
-    lambda header, lines: header + "\n" + "\n".join(lines),
-    st.sampled_from(["[project]", "[tool]", "[tool.ruff]", "[[tool.x]]", "[build-system]", ""]),
-    st.lists(_plain_lines | _lines, max_size=5),
+_other_table = _table(
+    ["[project]", "[tool]", "[tool.ruff]", "[[tool.x]]", "[build-system]", ""], _plain_lines | _lines, 5
 )
-_plain_table = st.builds(
-    lambda header, lines: header + "\n" + "\n".join(lines),
-    st.sampled_from(
-        ["[tool.urandom-shim]", "[project]", "[tool]", "[tool.ruff]", "[[tool.urandom-shim.program]]", "[[tool]]"]
-    ),
-    st.lists(_plain_lines.filter(lambda line: not line.startswith("[")), max_size=4),
+_plain_table = _table(
+    ["[tool.urandom-shim]", "[project]", "[tool]", "[tool.ruff]", "[[tool.urandom-shim.program]]", "[[tool]]"],
+    _plain_lines.filter(lambda line: not line.startswith("[")),
+    4,
 )
 _blocks = st.lists(st.one_of(_our_table, _other_table, st.sampled_from(_MENTIONS)), max_size=7)
 #: Mostly valid ones, whose tables hold only what the reader takes.

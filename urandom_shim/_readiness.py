@@ -257,7 +257,9 @@ def best_effort_bytes(size: int) -> bytes:
             while len(data) < size:
                 chunk = dev.read(size - len(data))
                 if not chunk:
-                    raise OSError(5, "short read from /dev/urandom")  # EIO
+                    import errno
+
+                    raise OSError(errno.EIO, "short read from /dev/urandom")
                 data += chunk
             return data
     except OSError:

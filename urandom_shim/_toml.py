@@ -337,12 +337,11 @@ def our_tables(text: str) -> "str | None":
     its header to the next line that starts with ``[``: if that line is inside one of our arrays instead, the reader
     fails on the part and the whole document is read. Other tools' tables are not read at all; for every document
     ``tomllib`` accepts, this gives its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
-    if '"""' in text or "'''" in text or "\\u" in text or "\\U" in text or "\\x" in text or text[:1] == "\ufeff":
+    if _may_hide_a_name(text):
         return None
     many = text.find("[[")
     while many >= 0:  # [[tool]] makes tool an array of tables, and our table a part of its last element
-        end = text.find("\n", many)
-        end = len(text) if end < 0 else end
+        _start, end = _line_around(text, many)
         close = text.find("]", many, end)
         if close >= 0 and text[many + 2 : close].strip(" \t\"'") == "tool":
             return None
@@ -352,9 +351,7 @@ def our_tables(text: str) -> "str | None":
     parts: list[str] = []
     found = text.find("urandom-shim")
     while found >= 0:
-        start = text.rfind("\n", 0, found) + 1
-        end = text.find("\n", found)
-        end = len(text) if end < 0 else end
+        start, end = _line_around(text, found)
         line = text[start:end].strip(" \t")
         if line[:1] == "[":
             name = line[2 : line.find("]]")] if line[:2] == "[[" else line[1 : line.find("]")]
@@ -376,14 +373,32 @@ def our_tables(text: str) -> "str | None":
     return "\n".join(parts)
 
 
+def _may_hide_a_name(text: str) -> bool:
+    """Whether the text holds what could hide a name from a search line by line: a multi-line string (whose lines
+    could look like a header or a key), an escape that could spell one in a quoted key, or a byte-order mark."""
+    return (
+        '"""' in text
+        or "'''" in text
+        or "\\u" in text
+        or "\\U" in text
+        or "\\x" in text
+        or "\\X" in text
+        or text[:1] == "\ufeff"
+    )
+
+
+def _line_around(text: str, index: int) -> "tuple[int, int]":
+    """Where the line holding ``index`` starts, and where it ends (its newline, or the end of the text)."""
+    end = text.find("\n", index)
+    return text.rfind("\n", 0, index) + 1, len(text) if end < 0 else end
+
+
 def _defines_tool(text: str) -> bool:
     """Whether a line starts with the key ``tool`` (bare or quoted, alone or dotted): ``tool = 1`` would make our
     table's header go through a value, and ``tool.urandom-shim.policy = ...`` would hold our table elsewhere."""
     found = text.find("tool")
     while found >= 0:
-        start = text.rfind("\n", 0, found) + 1
-        end = text.find("\n", found)
-        end = len(text) if end < 0 else end
+        start, end = _line_around(text, found)
         after = text[found + 4 : end].lstrip(" \t\"'")
         if text[start:found].strip(" \t") in ("", '"', "'") and after[:1] in ("=", "."):
             return True
@@ -396,14 +411,12 @@ def no_table_of_ours(text: str) -> bool:
     another case): every ``urandom``, in any case, is in a comment, a string value, or the value of a key that does
     not hold it. A project that only depends on us (``"urandom-shim>=1.0"``) is then not read at all, and another
     tool's broken table is not reported as if it were ours."""
-    lowered = text.lower()
-    if '"""' in text or "'''" in text or "\\u" in lowered or "\\x" in lowered:
+    if _may_hide_a_name(text):
         return False
+    lowered = text.lower()
     found = lowered.find("urandom")
     while found >= 0:
-        start = lowered.rfind("\n", 0, found) + 1
-        end = lowered.find("\n", found)
-        end = len(lowered) if end < 0 else end
+        start, end = _line_around(lowered, found)
         if not _in_a_value(lowered[start:end].strip(" \t"), "urandom"):
             return False
         found = lowered.find("urandom", end)
