@@ -53,33 +53,82 @@ def find_module(module: str, path: "list[str]", installed: "Callable[[str], bool
 RECORD_MAX = 4 * 1024 * 1024
 
 
-def _record_of(entry: str, relative: str) -> "set[str] | None":
-    """The files of the distribution installed in ``entry`` whose RECORD lists ``relative``, or None."""
+def _read_record(entry: str, info: str) -> "bytes | None":
+    """The RECORD of the distribution whose metadata directory is ``info`` in ``entry``, with a newline in front so
+    that every line, the first included, starts after one. None if it can't be read."""
     try:
-        names = [name for name in os.listdir(entry) if name.endswith(".dist-info")]
+        with open(os.path.join(entry, info, "RECORD"), "rb") as handle:
+            return b"\n" + handle.read(RECORD_MAX)
     except (OSError, ValueError):
         return None
-    for name in sorted(names):
-        try:
-            with open(os.path.join(entry, name, "RECORD"), "rb") as handle:
-                data = handle.read(RECORD_MAX)
-        except (OSError, ValueError):
-            continue
-        files = set()
-        for line in data.decode("utf-8", "replace").splitlines():
-            path = line.rsplit(",", 2)[0] if line.count(",") >= 2 else line
-            files.add(path.strip('"').replace(os.sep, "/"))
-        if relative in files:
-            return files
+
+
+def _lists(record: bytes, path: str) -> bool:
+    """Whether ``record`` has a line for the file ``path`` (plain, or quoted as CSV quotes a path with a comma)."""
+    raw = path.encode("utf-8", "surrogateescape")
+    return b"\n" + raw + b"," in record or b'\n"' + raw + b'",' in record
+
+
+def _ships(record: bytes, module: str) -> bool:
+    """Whether ``record`` lists the module's own file: ``a/b.py`` or anything under ``a/b/``."""
+    raw = module.replace(".", "/").encode("utf-8", "surrogateescape")
+    return any(b"\n" + q + raw + suffix in record for q in (b"", b'"') for suffix in (b".py,", b'.py",', b"/"))
+
+
+def _named_after(entry: str, module: str) -> "list[str]":
+    """The metadata directories in ``entry`` of distributions named after ``module`` or one of its packages, longest
+    name first: for ``ns.tool.cli``, ``ns-tool-cli``, ``ns-tool``, then ``ns`` (names compared as installers
+    normalise them: case, ``-``, ``_`` and ``.`` alike). One listing of the directory, searched as one string: the
+    cost grows with the directory's size at the speed of C, not of a loop in Python."""
+    try:
+        names = os.listdir(entry)
+    except (OSError, ValueError):
+        return []
+    listing = "\n" + "\n".join(names) + "\n"
+    folded = listing.lower().replace("-", "_").replace(".", "_")
+    parts = module.lower().split(".")
+    found = []
+    for depth in range(len(parts), 0, -1):
+        wanted = "_".join(parts[:depth])
+        needle = "\n" + wanted + "_"
+        start = folded.find(needle)
+        while start >= 0:
+            end = folded.find("\n", start + 1)
+            name = listing[start + 1 : end]
+            stem, dash, _version = name[: -len(".dist-info")].rpartition("-")
+            if (
+                dash
+                and name.endswith(".dist-info")
+                and stem.lower().replace("-", "_").replace(".", "_") == wanted
+                and name not in found
+            ):
+                found.append(name)
+            start = folded.find(needle, end)
+    return found
+
+
+def _scan_for(entry: str, relative: str) -> "bytes | None":
+    """The RECORD, of every distribution in ``entry``, that lists ``relative``: the costly search, one read of each
+    RECORD until one lists it, kept for a namespace package whose distribution isn't named after its module."""
+    try:
+        names = sorted(name for name in os.listdir(entry) if name.endswith(".dist-info"))
+    except (OSError, ValueError):
+        return None
+    for name in names:
+        record = _read_record(entry, name)
+        if record is not None and _lists(record, relative):
+            return record
     return None
 
 
 def _is_namespace(directory: str) -> bool:
-    """Whether ``directory`` is a namespace package of the pkgutil or pkg_resources kind, which several
-    distributions share."""
+    """Whether ``directory`` is a namespace package, which several distributions share: one of the pkgutil or
+    pkg_resources kind, or a directory with no ``__init__.py`` (PEP 420)."""
     try:
         with open(os.path.join(directory, "__init__.py"), "rb") as handle:
             text = handle.read(64 * 1024)
+    except FileNotFoundError:
+        return True
     except OSError:
         return False
     return b"extend_path" in text or b"declare_namespace" in text
@@ -88,12 +137,21 @@ def _is_namespace(directory: str) -> bool:
 def package_directory(module: str, entry: str, installed: "Callable[[str], bool]") -> "str | None":
     """The directory whose package file (:data:`PACKAGE_FILE`) applies to ``module``, found in the ``sys.path``
     directory ``entry``: the nearest one of the module's packages (deepest first) that holds the file and belongs to
-    the same distribution as the module. In an installation directory, the distribution is the one whose RECORD
-    lists the file, and it must also ship the module itself: a namespace package (``ns``) is shared, and a file
-    that another distribution put there is not this program's. A file no RECORD lists applies only outside a
-    namespace package. Outside an installation directory (a checkout on ``sys.path``), the file applies."""
+    the same distribution as the module.
+
+    Outside an installation directory (a checkout on ``sys.path``), the nearest file applies. In an installation
+    directory, the module's distribution is looked for by name (:func:`_named_after`): the first one named after
+    the module or one of its packages whose RECORD lists the module's own file. Found, the file applies if that
+    RECORD lists it too, and only then. Not found by name, a file in a regular package applies (a package
+    directory belongs to the distribution that ships its ``__init__.py``), and one in a namespace package, which
+    several distributions share, only if the RECORD that lists it also lists the module: the one case that reads
+    RECORDs until it finds the file's. So the cost of an app named after its package is one listing and one RECORD,
+    however many distributions are installed (issue 37)."""
     parts = module.split(".")
     in_installation = installed(entry)
+    searched = False
+    owner: bytes | None = None
+    others: list[bytes] = []  # RECORDs of distributions named after a package of the module that don't ship it
     for depth in range(len(parts), 0, -1):
         directory = os.path.join(entry, *parts[:depth])
         candidate = os.path.join(directory, PACKAGE_FILE)
@@ -104,13 +162,27 @@ def package_directory(module: str, entry: str, installed: "Callable[[str], bool]
             continue
         if not in_installation:
             return os.path.realpath(directory)
-        files = _record_of(entry, "/".join([*parts[:depth], PACKAGE_FILE]))
-        if files is None:
-            if not _is_namespace(directory):
+        relative = "/".join([*parts[:depth], PACKAGE_FILE])
+        if not searched:
+            searched = True
+            for info in _named_after(entry, module):
+                record = _read_record(entry, info)
+                if record is None:
+                    continue
+                if _ships(record, module):
+                    owner = record
+                    break
+                others.append(record)
+        if owner is not None:
+            if _lists(owner, relative):
                 return os.path.realpath(directory)
-            continue
-        own = "/".join(parts)
-        if any(path == own + ".py" or path.startswith(own + "/") for path in files):
+            continue  # the module's distribution doesn't ship this file: another's, or put there by hand
+        if any(_lists(record, relative) for record in others):
+            continue  # the file of a distribution that doesn't ship the module
+        if not _is_namespace(directory):
+            return os.path.realpath(directory)
+        record = _scan_for(entry, relative)
+        if record is not None and _ships(record, module):
             return os.path.realpath(directory)
     return None
 

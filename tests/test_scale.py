@@ -1,0 +1,148 @@
+"""An unready start costs the same in a venv of a thousand distributions as in a bare one (issue 37).
+
+The package-file lookup used to read every distribution's ``RECORD`` in sorted order until one listed the app's
+``urandom-shim.toml``: 5x the start-up in a 200-package venv, 15.8x at 1,000. Now it reads the ``RECORD`` of the
+distribution named after the module, and only that one, for a package that isn't a namespace package. These tests
+count the ``RECORD`` files a real start-up opens (an audit hook, installed by a ``.pth`` file that sorts before
+ours), in a real venv of the real wheel, with hundreds of distributions sorting ahead of the app; they don't time
+anything. ``benchmarks/bench.py --scale-only`` measures the cost.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import random
+from pathlib import Path
+
+import pytest
+from conftest import Venv, clean_env, make_venv
+
+#: Distributions written straight into site-packages, every one sorting ahead of the apps.
+FABRICATED = 300
+
+#: Runs first among the .pth files (digits sort before letters): every RECORD any start-up code opens is noted on
+#: ``sys``, for the program to print.
+AUDIT_PTH = (
+    "import sys; sys.addaudithook(lambda event, args: event == 'open' and isinstance(args[0], str) "
+    "and args[0].endswith('/RECORD') and sys.__dict__.setdefault('_opened_records', []).append(args[0]))\n"
+)
+
+REPORT = (
+    "import json, sys\n"
+    "def main():\n"
+    "    opened = list(getattr(sys, '_opened_records', []))\n"
+    "    import urandom_shim\n"
+    "    s = urandom_shim.current_settings()\n"
+    "    print(json.dumps([s.policy.value.name, s.policy.source, opened]))\n"
+    "if __name__ == '__main__':\n"
+    "    main()\n"
+)
+
+#: name -> (files, console scripts). `zzapp` is named after its package; `othertool` ships `mtool`, a name no
+#: distribution has; `zzapp_plugin` puts a subpackage into zzapp's package and must not get zzapp's file.
+APPS = {
+    "zzapp": (
+        {"zzapp/__init__.py": "", "zzapp/cli.py": REPORT, "zzapp/urandom-shim.toml": 'policy = "pep522"\n'},
+        {"zzapp": "zzapp.cli:main"},
+    ),
+    "othertool": (
+        {"mtool/__init__.py": "", "mtool/cli.py": REPORT, "mtool/urandom-shim.toml": 'policy = "pep524"\n'},
+        {"mtool": "mtool.cli:main"},
+    ),
+    "zzapp_plugin": (
+        {"zzapp/plugin/__init__.py": "", "zzapp/plugin/cli.py": REPORT},
+        {"zzapp-plugin": "zzapp.plugin.cli:main"},
+    ),
+}
+
+#: module -> (policy, how the source ends, the RECORDs it may open: names of dist-info directories).
+EXPECTED = {
+    "zzapp.cli": ("pep522", "zzapp/urandom-shim.toml (the app's package file)", ["zzapp-1.0.dist-info"]),
+    "mtool.cli": ("pep524", "mtool/urandom-shim.toml (the app's package file)", []),
+    "zzapp.plugin.cli": ("native", "default", ["zzapp_plugin-1.0.dist-info"]),
+}
+SCRIPTS = {"zzapp.cli": "zzapp", "mtool.cli": "mtool", "zzapp.plugin.cli": "zzapp-plugin"}
+
+
+def fabricate(site: Path, count: int) -> None:
+    """``count`` installed distributions of the usual shape, RECORD lines as installers write them."""
+    rng = random.Random(37)
+    for index in range(count):
+        name = f"dist{index:04d}"
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (site / name).mkdir()
+        (site / name / "__init__.py").write_text("")
+        lines = [f"{name}/__init__.py,sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0"]
+        for number in range(rng.randint(5, 60)):
+            digest = base64.urlsafe_b64encode(rng.getrandbits(256).to_bytes(32, "little"))
+            lines.append(f"{name}/module_{number}.py,sha256={digest.rstrip(b'=').decode()},{rng.randint(1, 9999)}")
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        lines.append(f"{name}-1.0.dist-info/METADATA,,")
+        lines.append(f"{name}-1.0.dist-info/RECORD,,")
+        (info / "RECORD").write_text("\n".join(lines) + "\n")
+
+
+def make_wheel(directory: Path, name: str, files: dict[str, str], scripts: dict[str, str]) -> Path:
+    from test_routes import make_wheel as routes_make_wheel
+
+    return routes_make_wheel(directory, name, files, scripts)
+
+
+_CROWDED: dict[str, Venv] = {}
+
+
+@pytest.fixture
+def crowded(wheel: Path, python: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    """A venv of ``python`` with the shim, the apps above installed by pip, and :data:`FABRICATED` more
+    distributions; made once per session."""
+    if str(python) not in _CROWDED:
+        import subprocess
+
+        work = tmp_path_factory.mktemp("crowded")
+        venv = make_venv(python, work / "venv", wheel)
+        wheels = [make_wheel(work, name, files, scripts) for name, (files, scripts) in APPS.items()]
+        done = subprocess.run(
+            [str(venv.python), "-m", "pip", "install", "-q", "--no-deps", "--no-index", *map(str, wheels)],
+            capture_output=True, text=True, env=clean_env(), timeout=300,
+        )  # fmt: skip
+        assert done.returncode == 0, done.stdout + done.stderr
+        site = venv.site_packages
+        fabricate(site, FABRICATED)
+        (site / "00_record_audit.pth").write_text(AUDIT_PTH)
+        _CROWDED[str(python)] = venv
+    return _CROWDED[str(python)]
+
+
+@pytest.mark.parametrize("how", ["console script", "python -m"])
+@pytest.mark.parametrize("module", list(EXPECTED))
+def test_the_package_file_lookup_reads_no_record_but_the_apps_own(
+    crowded: Venv, tmp_path: Path, module: str, how: str
+) -> None:
+    import subprocess
+
+    env = clean_env(
+        {"URANDOM_SHIM_SIMULATE": "unready-forever", "XDG_CONFIG_HOME": str(tmp_path),
+         "URANDOM_SHIM_MACHINE_CONFIG": str(tmp_path / "machine.toml")}
+    )  # fmt: skip
+    if how == "console script":
+        command = [str(crowded.path / "bin" / SCRIPTS[module])]
+    else:
+        command = [str(crowded.python), "-m", module]
+    done = subprocess.run(command, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    policy, source, opened = json.loads(done.stdout.strip().splitlines()[-1])
+    expected_policy, expected_source, allowed = EXPECTED[module]
+    assert (policy, source.endswith(expected_source)) == (expected_policy, True), (how, source, done.stderr)
+    # Every RECORD opened is named, so a failure shows which ones were read.
+    assert [Path(path).parent.name for path in opened] == allowed, opened
+    assert not done.stderr, done.stderr
+
+
+def test_the_fabricated_distributions_sort_ahead_of_the_apps(crowded: Venv) -> None:
+    """The test above means something only if the old lookup, which read RECORDs in sorted order until one listed
+    the file, would have read the fabricated ones first."""
+    names = sorted(path.name for path in crowded.site_packages.glob("*.dist-info"))
+    first_app = min(names.index(f"{name}-1.0.dist-info") for name in APPS)
+    assert first_app >= FABRICATED, names[:5]
