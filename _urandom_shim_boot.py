@@ -55,6 +55,9 @@ def boot(how: str = "start") -> None:
             _check_variables()
         return
     try:
+        import urandom_shim
+
+        urandom_shim._load_unready()
         from urandom_shim import _activation
 
         _activation.boot(how)
