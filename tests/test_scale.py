@@ -146,3 +146,85 @@ def test_the_fabricated_distributions_sort_ahead_of_the_apps(crowded: Venv) -> N
     names = sorted(path.name for path in crowded.site_packages.glob("*.dist-info"))
     first_app = min(names.index(f"{name}-1.0.dist-info") for name in APPS)
     assert first_app >= FABRICATED, names[:5]
+
+
+# -- the unready start's own loader (urandom_shim._load_unready) -----------------------------------------------------
+
+LOADED = """
+import importlib, inspect, json, sys
+import urandom_shim, urandom_shim._config as config, urandom_shim._activation as activation
+report = {}
+for name in urandom_shim._UNREADY:
+    module = sys.modules["urandom_shim." + name]
+    spec = module.__spec__
+    report[name] = [spec.name, spec.origin == module.__file__, spec.cached == module.__cached__, spec.has_location,
+                    type(module.__loader__).__name__, module.__package__, getattr(urandom_shim, name) is module]
+report["source"] = "def resolve(" in inspect.getsource(config)
+report["reloaded"] = importlib.reload(config) is config
+report["engaged"] = activation.state.engine is not None
+report["file"] = config.__file__
+print(json.dumps(report))
+"""
+
+
+def test_the_unready_start_loads_its_modules_as_the_import_system_does(shim: Venv, tmp_path: Path) -> None:
+    env = {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": "unready-forever"}
+    done = shim.run("-c", LOADED, env=env, cwd=tmp_path)
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    report = json.loads(done.stdout)
+    for name in ("_messages", "_config", "_activation"):
+        assert report[name] == [f"urandom_shim.{name}", True, True, True, "SourceFileLoader", "urandom_shim", True]
+    assert report["source"] and report["reloaded"] and report["engaged"], report
+    assert report["file"] == str(shim.site_packages / "urandom_shim" / "_config.py")
+
+
+AUDITED = """
+import sys
+seen = []
+sys.addaudithook(lambda event, args: event == "import" and seen.append(args[0]))
+import _urandom_shim_boot
+_urandom_shim_boot.boot()
+print(" ".join(name for name in seen if name.startswith("urandom_shim")))
+print(sys.modules["urandom_shim._config"].__file__)
+"""
+
+
+@pytest.mark.parametrize("cache", ["current", "stale", "none"])
+def test_each_module_is_imported_once_with_its_audit_event_whatever_the_cache(
+    python: Path, wheel: Path, tmp_path: Path, cache: str
+) -> None:
+    """The start-up module under ``-S`` (no .pth ran), with the caches as pip left them, made stale by a newer
+    source, or removed: every module of the unready start raises its "import" audit event once, and the policy is
+    engaged. A stale or missing cache falls back to the import system, which writes a new one."""
+    import os
+    import subprocess
+
+    venv = make_venv(python, tmp_path / "venv", wheel)
+    package = venv.site_packages / "urandom_shim"
+    if cache == "stale":
+        source = package / "_config.py"
+        later = source.stat().st_mtime + 10
+        os.utime(source, (later, later))
+    elif cache == "none":
+        for compiled in (package / "__pycache__").glob("*.pyc"):
+            compiled.unlink()
+    env = clean_env({"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": "unready-forever"})
+    env["PYTHONPATH"] = str(venv.site_packages)
+    done = subprocess.run(
+        [str(venv.python), "-S", "-c", AUDITED], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr
+    imported = done.stdout.splitlines()[0].split()
+    assert sorted(imported) == sorted(set(imported)), imported
+    expected = {"urandom_shim", *(f"urandom_shim.{name}" for name in ("_config", "_activation", "_sources"))}
+    assert expected <= set(imported), imported
+    assert f"{package}/_config.py" in done.stdout, "the venv's copy was loaded, not another on sys.path"
+    check = subprocess.run(
+        [str(venv.python), "-S", "-c", AUDITED + "import os\ntry:\n    os.urandom(1)\nexcept BlockingIOError:\n"
+         "    print('RAISED')\n"],
+        capture_output=True, text=True, env=env, cwd=tmp_path,
+    )  # fmt: skip
+    assert check.stdout.strip().endswith("RAISED"), check.stdout + check.stderr
+    if cache != "current":
+        written = sorted(path.name for path in (package / "__pycache__").glob("*.pyc"))
+        assert any(name.startswith("_config.") for name in written), (written, env)
