@@ -57,7 +57,7 @@ def boot(how: str = "start") -> None:
     try:
         import urandom_shim
 
-        urandom_shim._load_unready()
+        urandom_shim._load()
         from urandom_shim import _activation
 
         _activation.boot(how)

@@ -148,7 +148,7 @@ def test_the_fabricated_distributions_sort_ahead_of_the_apps(crowded: Venv) -> N
     assert first_app >= FABRICATED, names[:5]
 
 
-# -- the unready start's own loader (urandom_shim._load_unready) -----------------------------------------------------
+# -- the unready start's own loader (urandom_shim._load) ------------------------------------------------------------
 
 LOADED = """
 import importlib, inspect, json, sys

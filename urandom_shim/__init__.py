@@ -78,10 +78,12 @@ _UNREADY = (
 )
 
 
-def _load_unready() -> None:
-    # The start-up module calls this before it hands over to _activation on an unready start: it loads the modules
-    # that start runs from their bytecode caches directly, at about a tenth of what the import system's general
-    # path costs (about 0.3 M instructions a module, 3.5 M for these eleven; docs/explanation/design-decisions.md).
+def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
+    # The start-up module calls this before it hands over to _activation on an unready start, and the unready path
+    # before it imports a module it needs only sometimes (the TOML reader, _programs): it loads these modules of
+    # the package from their bytecode caches directly, at a fraction of what the import system's general path
+    # costs (about 0.3 M instructions a module, 2.2 M for the eleven of every unready start on 3.11; see
+    # docs/explanation/design-decisions.md).
     # Each module is made as the import system makes it (spec, loader, file and cache attributes, the "import"
     # audit event), from the same cache the import system would read, and only while that cache is exactly the
     # one it would accept (magic number, a timestamp cache whose recorded time and size match the source). At the
@@ -99,7 +101,7 @@ def _load_unready() -> None:
         magic = external.MAGIC_NUMBER
         package = sys.modules[__name__]
         modules = sys.modules
-        for name in _UNREADY:
+        for name in names:
             full = f"{__name__}.{name}"
             if full in modules:
                 continue
