@@ -79,11 +79,11 @@ _UNREADY = (
 
 
 def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
-    # The start-up module calls this before it hands over to _activation on an unready start, and the unready path
-    # before it imports a module it needs only sometimes (the TOML reader, _programs): it loads these modules of
-    # the package from their bytecode caches directly, at a fraction of what the import system's general path
-    # costs (about 0.3 M instructions a module, 2.2 M for the eleven of every unready start on 3.11; see
-    # docs/explanation/design-decisions.md).
+    # The start-up module calls this before it hands over to _activation on an unready start: it loads the modules
+    # that start runs from their bytecode caches directly, at a fraction of what the import system's general path
+    # costs (about 0.3 M instructions a module, 2.2 M for these eleven on 3.11; see
+    # docs/explanation/design-decisions.md). The modules a start needs only sometimes (the TOML reader, _programs)
+    # are left to the import system: loading them here would cost the starts that don't.
     # Each module is made as the import system makes it (spec, loader, file and cache attributes, the "import"
     # audit event), from the same cache the import system would read, and only while that cache is exactly the
     # one it would accept (magic number, a timestamp cache whose recorded time and size match the source). At the
@@ -101,12 +101,17 @@ def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
         magic = external.MAGIC_NUMBER
         package = sys.modules[__name__]
         modules = sys.modules
+        tag = ""  # what the cache's name adds to the module's: ".cpython-311.pyc", say (worked out once)
         for name in names:
             full = f"{__name__}.{name}"
             if full in modules:
                 continue
             source = f"{directory}/{name}.py"
-            cached = external.cache_from_source(source)
+            if not tag:
+                cached = external.cache_from_source(source)  # sys.pycache_prefix and -O included
+                cache_directory, _, cache_name = cached.rpartition("/")
+                tag = cache_name[len(name) :]
+            cached = f"{cache_directory}/{name}{tag}"
             found = os.stat(source)
             with open_code(cached) as handle:
                 data = handle.read()

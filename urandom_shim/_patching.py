@@ -20,6 +20,7 @@ from ._readiness import native_urandom
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from types import ModuleType
     from typing import Any, Callable, TypeVar
 
     T = TypeVar("T")
@@ -247,6 +248,26 @@ def urandom_holders() -> "list[object]":
     return [holder for holder in gc.get_referrers(*targets) if holder is not targets]
 
 
+def holding_modules(holders: "list[object]") -> "list[ModuleType]":
+    """The loaded modules whose namespace is one of ``holders`` (:func:`urandom_holders`). Each dict holder is
+    looked up by its own ``__name__`` in ``sys.modules``: a few lookups, where a loop over every loaded module cost
+    about 0.5 M instructions an unready start (issue 37). If a dict holder isn't found that way (an instance's or
+    a class's attributes, a module registered under another name), every loaded module is looked at, as before."""
+    dicts = [holder for holder in holders if type(holder) is dict]
+    found: list[ModuleType] = []
+    modules = sys.modules
+    for holder in dicts:
+        name = holder.get("__name__")
+        module = modules.get(name) if type(name) is str else None
+        if module is None or namespace(module) is not holder:
+            break
+        found.append(module)
+    else:
+        return found
+    wanted = {id(holder) for holder in dicts}
+    return [module for module in list(modules.values()) if id(namespace(module)) in wanted]
+
+
 def patch_stray_references(patcher: "Patcher", wrapper: "Callable[..., bytes]", holders: "list[object]") -> None:
     """Cover references to the interpreter's os.urandom held outside module namespaces, taken before the shim
     engaged: dict values (instance attributes, ``{"rand": os.urandom}``), list items, class attributes, default
@@ -258,6 +279,7 @@ def patch_stray_references(patcher: "Patcher", wrapper: "Callable[..., bytes]", 
     it waits for the kernel.
     """
     skip = _own_places()
+    skip.update(id(namespace(module)) for module in holding_modules(holders))
     for holder in holders:
         if id(holder) in skip:
             continue
@@ -270,9 +292,9 @@ def patch_stray_references(patcher: "Patcher", wrapper: "Callable[..., bytes]", 
 
 
 def _own_places() -> "set[int]":
-    """The containers that must keep the interpreter's os.urandom: every module namespace (the alias scan covers
-    them, with better labels), and our own wrappers' attributes and closures, which call the original."""
-    skip = {id(found) for found in map(namespace, list(sys.modules.values())) if found is not None}
+    """Our own wrappers' attributes and closures, which call the original, and so must keep the interpreter's
+    os.urandom (as must module namespaces, which the alias scan covers with better labels)."""
+    skip: set[int] = set()
     for reference in list(_wrappers.values()):
         wrapper = reference()
         if wrapper is None:

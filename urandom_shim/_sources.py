@@ -87,9 +87,6 @@ class Layer:
 
 
 def _loads(text: str) -> "dict[str, Any]":
-    from . import _load
-
-    _load(("_toml",))  # from its cache, as the unready start's other modules (urandom_shim._load)
     from . import _toml  # plain TOML without importing tomllib; None for anything else, which tomllib decides
 
     fast = _toml.loads(text)
@@ -385,10 +382,7 @@ def _invocation(argv: object = None) -> "Invocation":
     first = argv[0]
     if not isinstance(first, str):
         return Invocation(cwd, None, _messages.ARGV0_NOT_A_STRING.format(first=first, cwd=cwd))
-    from . import _load
-
     if first == "-m":
-        _load(("_programs",))
         from . import _programs
 
         module = _programs.module_from_command_line()
@@ -409,7 +403,6 @@ def _invocation(argv: object = None) -> "Invocation":
             _messages.ARGV0_MISSING.format(first=first, dirname=os.path.dirname(script)),
             rule=_messages.RULE_SCRIPT,
         )
-    _load(("_programs",))
     from . import _programs
 
     target = _programs.launcher_target(script)
@@ -547,9 +540,6 @@ def _our_tables_only(data: bytes) -> "dict[str, Any] | None":
     :func:`_toml.our_tables` is certain of them and the fast reader of the result (an empty one when the text
     certainly holds neither our table nor a near miss); None otherwise (the whole document is read then). A 7.6 KB
     pyproject cost an unready start about 4 M instructions read in full, and about 0.3 M this way (issue 30)."""
-    from . import _load
-
-    _load(("_toml",))
     from . import _toml
 
     try:
