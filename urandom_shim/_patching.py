@@ -248,16 +248,37 @@ def urandom_holders() -> "list[object]":
     return [holder for holder in gc.get_referrers(*targets) if holder is not targets]
 
 
+#: The modules that are no part of the standard library and may be loaded while only it and the shim have run.
+_NOT_STANDARD = frozenset({"__main__", "urandom_shim", "_urandom_shim_boot"})
+
+
+def only_the_standard_library_ran() -> bool:
+    """Whether every loaded module is the standard library's (by name, ``sys.stdlib_module_names``, 3.10+) or the
+    shim's. Then, at start-up, no reference to os.urandom can be outside a module's namespace: the standard library
+    keeps its aliases in module namespaces (``random._urandom``, ``urllib.request._randombytes``) and nowhere else.
+    False where the interpreter can't say (3.8, 3.9, PyPy), and as soon as any other module is loaded: another
+    ``.pth``'s (``_distutils_hack``), a sitecustomize's. What this can't see is a reference that an import line
+    of another ``.pth`` file stores in a container without loading a module of its own
+    (``import os; os.stash = [os.urandom]``): it keeps the interpreter's behaviour, which waits."""
+    names = getattr(sys, "stdlib_module_names", None)
+    if type(names) is not frozenset:
+        return False
+    tops = {name.partition(".")[0] for name in list(sys.modules)}
+    return (tops - names) <= _NOT_STANDARD
+
+
 def holding_modules(holders: "list[object]") -> "list[ModuleType]":
-    """The loaded modules whose namespace is one of ``holders`` (:func:`urandom_holders`). Each dict holder is
-    looked up by its own ``__name__`` in ``sys.modules``: a few lookups, where a loop over every loaded module cost
-    about 0.5 M instructions an unready start (issue 37). If a dict holder isn't found that way (an instance's or
-    a class's attributes, a module registered under another name), every loaded module is looked at, as before."""
-    dicts = [holder for holder in holders if type(holder) is dict]
+    """The loaded modules whose namespace is one of ``holders`` (:func:`urandom_holders`). Each dict holder that
+    has a ``__name__``, as every module's namespace has, is looked up by it in ``sys.modules``: a few lookups, where
+    a loop over every loaded module cost about 0.5 M instructions an unready start (issue 37). Only if one isn't
+    found that way (a module registered under another name, or an object's attributes that hold a ``__name__``)
+    is every loaded module looked at, as before. A dict without ``__name__`` (an object's attributes, a class's
+    namespace) is no module's: :func:`patch_stray_references` covers it."""
+    dicts = [holder for holder in holders if type(holder) is dict and "__name__" in holder]
     found: list[ModuleType] = []
     modules = sys.modules
     for holder in dicts:
-        name = holder.get("__name__")
+        name = holder["__name__"]
         module = modules.get(name) if type(name) is str else None
         if module is None or namespace(module) is not holder:
             break
