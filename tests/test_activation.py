@@ -453,3 +453,40 @@ def test_aliases_in_modules_frozen_by_gc_freeze_are_still_covered(shim: Venv, tm
         dict(UNREADY),
     )
     assert late.stdout == "raised\n", late.stdout + late.stderr
+
+
+def test_stray_references_from_code_run_before_the_shim_are_covered_with_or_without_the_walk(
+    shim: Venv, tmp_path: Path
+) -> None:
+    """Issue 37: at start-up the collector's walk for stray references is skipped while only the standard library
+    has run (3.10+). A module of another .pth that keeps os.urandom in a list, a default argument and an object's
+    attribute brings the walk back, and each one raises under pep522; the standard library's own aliases, imported
+    by another .pth, are covered either way."""
+    (tmp_path / "early_holder.py").write_text(
+        "import os\nHELD = [os.urandom]\ndef read(n, rand=os.urandom):\n    return rand(n)\n"
+        "class Box:\n    pass\nBOX = Box()\nBOX.rand = os.urandom\n"
+    )
+    hook = shim.site_packages / "aaa_test_holder.pth"
+    hook.write_text(
+        f'import os, sys; exec("sys.path.insert(0, {str(tmp_path)!r}); import early_holder") '
+        "if os.environ.get('URANDOM_SHIM_TEST_HOLDER') else "
+        "exec('import random, urllib.request') if os.environ.get('URANDOM_SHIM_TEST_STDLIB') else None\n"
+    )
+    call = "try:\n    {}\n    print('bytes')\nexcept BlockingIOError:\n    print('raised')\n"
+    try:
+        holder = py(
+            shim,
+            "import early_holder as h\n"
+            + "".join(call.format(c) for c in ("h.HELD[0](4)", "h.read(4)", "h.BOX.rand(4)")),
+            {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_TEST_HOLDER": "1", **UNREADY},
+        )
+        assert holder.stdout == "raised\n" * 3, holder.stdout + holder.stderr
+        stdlib = py(
+            shim,
+            "import random, urllib.request\n"
+            + "".join(call.format(c) for c in ("random._urandom(4)", "urllib.request._randombytes(4)")),
+            {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_TEST_STDLIB": "1", **UNREADY},
+        )
+        assert stdlib.stdout == "raised\n" * 2, stdlib.stdout + stdlib.stderr
+    finally:
+        hook.unlink()
