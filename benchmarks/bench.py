@@ -669,7 +669,7 @@ def real_app_rows(python: Path, tmp: Path, wheel: Path) -> None:
     print("and with it ready (target <= 1.02x) and unready, simulated (target <= 1.5x):")
     rows = (
         ("flask --help", "flask", [str(venv.path / "bin" / "flask"), "--help"]),
-        ("python -c 'import django; ...; django.setup()'", "django", ["-c", DJANGO_SETUP]),
+        ("python -c '...; django.setup()'", "django", ["-c", DJANGO_SETUP]),
     )
     ready = {"URANDOM_POLICY": "pep524"}
     for label, package, args in rows:
@@ -696,7 +696,7 @@ def real_app_rows(python: Path, tmp: Path, wheel: Path) -> None:
             return
         flags = ("" if on / bare <= 1.02 else "  ready over target") + ("" if off / bare <= 1.5 else "  unready over")
         print(
-            f"  {label + ' (' + package + ' ' + version + ')':<60} {bare / 1e6:>8.1f}M  ready {on / 1e6:>7.1f}M "
+            f"  {label + ' (' + package + ' ' + version + ')':<50} {bare / 1e6:>8.1f}M  ready {on / 1e6:>7.1f}M "
             f"{on / bare:>6.3f}x  unready {off / 1e6:>7.1f}M {off / bare:>6.3f}x{flags}"
         )
 
