@@ -19,9 +19,9 @@ Rows and targets (issue 2):
   with a floor, an environment file, an app's package file, and a 7.6 KB ``pyproject.toml`` holding our table
   (``pyproject-sample.toml``), each against the same command without the shim, in instructions  <= 1.5x
 
-Rows of a user's environment (issue 37; ``--scale-only`` runs only these, in instructions, one valgrind count a
-cell since counts are exact; "without" is the same command in the same venv with the shim's start-up files moved away
-and no ``URANDOM_*`` variable):
+Rows of a user's environment (issue 37; ``--scale-only`` runs only these), in instructions, one valgrind count a
+cell: with ``PYTHONHASHSEED=0`` on both sides a count is the same on every run. "Without" is the same command in the
+same venv with the shim's start-up files moved away and no ``URANDOM_*`` variable:
 - ready path, ``python -c pass``, with no ``PYTHONPATH`` and with 20 existing empty directories on it, ahead of
   site-packages (each is a place the ``.pth`` line's import looks first)                            <= 1.02x
 - the growth table: an unready start (``URANDOM_SHIM_SIMULATE=unready-forever``, policy from the app's package file
@@ -586,6 +586,16 @@ class Fabricated:
 
 
 UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
+#: Both sides of these rows run with one hash seed, so that a count is the same on every run (with a random seed it
+#: moves by about 0.2%: the order of sets and dicts changes the work).
+SEEDED = {"PYTHONHASHSEED": "0"}
+
+
+def counted(venv: Venv, args: list[str], env: dict[str, str], mode: str) -> int | None:
+    """:func:`instructions` with the hash seed fixed."""
+    return instructions(venv, args, {**SEEDED, **env}, mode)
+
+
 BROKEN_PACKAGE_FILE = 'policy = "no-such-policy"\n'
 
 
@@ -594,9 +604,9 @@ def check_package_file(venv: Venv, args: list[str], app: str) -> None:
     real one must start quietly. Unmeasured; it also writes the bytecode."""
     package_file = venv.site / app / PACKAGE_FILE_NAME
     package_file.write_text(BROKEN_PACKAGE_FILE)
-    broken = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env(UNREADY))
+    broken = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**SEEDED, **UNREADY}))
     package_file.write_text(PACKAGE_FILE)
-    good = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env(UNREADY))
+    good = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**SEEDED, **UNREADY}))
     if PACKAGE_FILE_NAME not in broken.stderr or good.returncode != 0 or good.stderr:
         raise SystemExit(f"{args}: the package file is not in use:\n{broken.stderr}\n{good.stderr}")
 
@@ -618,8 +628,8 @@ def growth_rows(venv: Venv) -> None:
         shown = []
         for label, args, app in cells:
             check_package_file(venv, args, app)
-            shim = instructions(venv, args, UNREADY, "on")
-            bare = instructions(venv, args, {}, "off")
+            shim = counted(venv, args, UNREADY, "on")
+            bare = counted(venv, args, {}, "off")
             if shim is None or bare is None:
                 print("  (valgrind is not installed: no counts)")
                 return
@@ -646,8 +656,8 @@ def pythonpath_rows(venv: Venv, tmp: Path) -> None:
     long_path = {"PYTHONPATH": os.pathsep.join(map(str, entries))}
     print("\nready path, python -c pass, in CPU instructions (valgrind), with the shim / without it; target <= 1.02x:")
     for label, env in (("no PYTHONPATH", {}), ("20 empty directories on PYTHONPATH", long_path)):
-        shim = instructions(venv, ["-c", "pass"], {"URANDOM_POLICY": "pep524", **env}, "on")
-        bare = instructions(venv, ["-c", "pass"], env, "off")
+        shim = counted(venv, ["-c", "pass"], {"URANDOM_POLICY": "pep524", **env}, "on")
+        bare = counted(venv, ["-c", "pass"], env, "off")
         if shim is None or bare is None:
             print("  (valgrind is not installed: no counts)")
             return
@@ -688,9 +698,9 @@ def real_app_rows(python: Path, tmp: Path, wheel: Path) -> None:
             [venv.python, "-c", f"from importlib.metadata import version; print(version({package!r}))"],
             capture_output=True, text=True,
         ).stdout.strip()  # fmt: skip
-        bare = instructions(venv, args, {}, "off")
-        on = instructions(venv, args, ready, "on")
-        off = instructions(venv, args, {**ready, **UNREADY}, "on")
+        bare = counted(venv, args, {}, "off")
+        on = counted(venv, args, ready, "on")
+        off = counted(venv, args, {**ready, **UNREADY}, "on")
         if bare is None or on is None or off is None:
             print("  (valgrind is not installed: no counts)")
             return
