@@ -1,6 +1,7 @@
 """Benchmark: what the shim costs, as ratios against the same venv without it, measured in one interleaved run.
 
-    python benchmarks/bench.py [--python PATH] [--wheel WHEEL] [--runs N] [--config-only]
+    python benchmarks/bench.py [--python PATH] [--wheel WHEEL] [--runs N] [--config-only | --scale-only]
+    python benchmarks/sid_bench.py 3.15 --scale-only    # the same with Debian sid's Python, in tests/sid.py's root
 
 It makes one venv of the interpreter with the wheel installed. "Without the shim" is that same venv with the shim's
 start-up files renamed away, toggled before every single run, so both sides share the machine's noise.
@@ -18,6 +19,24 @@ Rows and targets (issue 2):
   with a floor, an environment file, an app's package file, and a 7.6 KB ``pyproject.toml`` holding our table
   (``pyproject-sample.toml``), each against the same command without the shim, in instructions  <= 1.5x
 
+Rows of a user's environment (issue 37; ``--scale-only`` runs only these), in instructions, one valgrind count a
+cell: with ``PYTHONHASHSEED=0`` on both sides a count is the same on every run. "Without" is the same command in the
+same venv with the shim's start-up files moved away and no ``URANDOM_*`` variable:
+- ready path, ``python -c pass``, with no ``PYTHONPATH`` and with 20 existing empty directories on it, ahead of
+  site-packages (each is a place the ``.pth`` line's import looks first)                            <= 1.02x
+- the growth table: an unready start (``URANDOM_SHIM_SIMULATE=unready-forever``, policy from the app's package file
+  ``urandom-shim.toml``, the configuration the docs give an installed app) of a console script (pip's launcher) and
+  of ``python -m APP``, the app's distribution sorting last (``zzapp``) and mid (``mmapp``), in the same venv with 0,
+  200 and 1,000 fabricated distributions added (``fabricated_specs``: seeded, names over the whole alphabet, about 208
+  ``RECORD`` lines each in pip's format with a few of 2,000-5,000 lines, as a real 202-package web stack had 42,038
+  lines in 3.6 MiB)                                                 <= 1.5x in every cell, the ratio moving <= 0.05
+  from 0 to 1,000 distributions in every column. Each cell first checks, unmeasured, that the start reads the
+  package file (a broken one must be reported).
+- a real app's start in a venv of its own, flask and django installed with pip (a row is skipped, saying why, when
+  pip fails): ``flask --help`` and ``python -c "import django; ...; settings.configure(); django.setup()"``, policy
+  pep524 from the environment, ready                                                                <= 1.02x
+  and unready (simulated)                                                                           <= 1.5x
+
 Start-up rows compare medians of many interleaved runs; per-call rows compare the best of interleaved timeit repeats.
 A reference row shows what an empty .pth file alone costs: any .pth-based activation pays it (about 3% on 3.13,
 whose site imports a codec to read .pth files), so a ready path over 1.02x there is mostly that floor.
@@ -27,7 +46,10 @@ This prints numbers; it is not a test, because shared machines are too noisy for
 from __future__ import annotations
 
 import argparse
+import base64
+import hashlib
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -49,6 +71,7 @@ class Venv:
         self.python = str(self.path / "bin" / "python")
         if wheel is None:
             wheel = self._build_wheel(where)
+        self.wheel = wheel
         # With its dependency (tomli, before 3.11), as a user installs it: an unready start may read a file with it.
         subprocess.run([self.python, "-m", "pip", "install", "-q", str(wheel)], check=True)
         out = subprocess.run(
@@ -191,7 +214,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--config-only", action="store_true", help="only the configuration sources' rows (instructions; valgrind)"
     )
+    parser.add_argument(
+        "--scale-only", action="store_true", help="only the rows of a user's environment (issue 37; valgrind)"
+    )
     args = parser.parse_args(argv)
+    if args.scale_only:
+        with tempfile.TemporaryDirectory() as tmp:
+            venv = Venv(Path(args.python), Path(tmp), args.wheel)
+            print(subprocess.run([venv.python, "-VV"], capture_output=True, text=True).stdout.strip())
+            scale_rows(venv, Path(tmp), Path(args.python))
+        return 0
     if args.config_only:
         with tempfile.TemporaryDirectory() as tmp:
             venv = Venv(Path(args.python), Path(tmp), args.wheel)
@@ -280,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"  {label:<66} {count / 1e6:>8.2f}M {count / base:>6.3f}x")
             event_rows(venv, base, Path(tmp))
             config_rows(venv, Path(tmp))
+            scale_rows(venv, Path(tmp), Path(args.python))
     return 0
 
 
@@ -287,6 +320,7 @@ def main(argv: list[str] | None = None) -> int:
 MACHINE_FILE = 'policy = "pep524"\nallow_weak = false\n'
 ENVIRONMENT_FILE = 'policy = "pep524"\n[[program]]\nmatch = "cron*"\npolicy = "legacy"\n'
 PACKAGE_FILE = 'policy = "pep524"\ntimeout = 60\n'
+PACKAGE_FILE_NAME = "urandom-shim.toml"
 
 
 def config_rows(venv: Venv, tmp: Path) -> None:
@@ -302,7 +336,7 @@ def config_rows(venv: Venv, tmp: Path) -> None:
     (apps / "app").mkdir(parents=True, exist_ok=True)
     (apps / "app" / "__init__.py").write_text("")
     (apps / "app" / "__main__.py").write_text("")
-    (apps / "app" / "urandom-shim.toml").write_text(PACKAGE_FILE)
+    (apps / "app" / PACKAGE_FILE_NAME).write_text(PACKAGE_FILE)
     env_file = venv.path / "urandom-shim.toml"
     print("\nconfiguration sources on the unready path (simulated), start-up in CPU instructions (valgrind), each")
     print("against the same command without the shim; target <= 1.5x:")
@@ -379,6 +413,310 @@ def event_rows(venv: Venv, base: int, tmp: Path) -> None:
         f"  os.urandom(32) in the window after the first (counted, not written): {times['on'] * 1e9:.0f} ns, "
         f"{times['off'] * 1e9:.0f} ns without event code: {times['on'] / times['off']:.2f}x"
     )
+
+
+# Issue 37: the rows of a user's environment (--scale-only runs only these).
+
+#: The fabricated distributions' RECORD sizes: a real 202-package web stack had 42,038 RECORD lines in 3.6 MiB,
+#: about 208 lines a distribution, with a long tail of a few large ones (django, botocore, pandas: 2,000-5,000).
+RECORD_LINES_MEAN = 208
+#: Every BIG_EVERY-th distribution (from the 14th) is a large one: 3 in the first 200, 15 in 1,000.
+BIG_EVERY = 67
+#: The fabricated venvs' sizes, and the largest; each size's distributions are the first N of the largest's.
+SIZES = (0, 200, 1000)
+#: Syllables for names that spread over the alphabet like real ones do.
+ONSETS = "b c d f g h j k l m n p r s t v w x z br cl dr fl gr pl pr sk st tr ch sh th".split()
+VOWELS = "a e i o u y ai ea io oo".split()
+WORDS = "core util utils client server api tools http async json data auth cli test types compat ext".split()
+#: Names that sort last and mid: the apps, whose package ships a package file (the docs' advice for an installed app).
+APPS = ("zzapp", "mmapp")
+#: pip's console-script launcher (distlib's template), byte for byte but the shebang's venv.
+LAUNCHER = """#!{python}
+# -*- coding: utf-8 -*-
+import re
+import sys
+from {name}.cli import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+
+
+def _digest(data: str) -> str:
+    """A RECORD hash field: ``sha256=`` and 43 base64url characters."""
+    return "sha256=" + base64.urlsafe_b64encode(hashlib.sha256(data.encode()).digest()).decode().rstrip("=")
+
+
+def _name(rng: random.Random) -> str:
+    name = rng.choice("abcdefghijklmnopqrstuvwxyz") + "".join(
+        rng.choice(ONSETS) + rng.choice(VOWELS) for _ in range(rng.randint(1, 3))
+    )
+    if rng.random() < 0.3:
+        name += "_" + rng.choice(WORDS)
+    return name
+
+
+def fabricated_specs(count: int = SIZES[-1], seed: int = 37) -> list[tuple[str, int]]:
+    """(name, RECORD lines) of ``count`` distributions, the same on every run and every interpreter. Each block of
+    200 has RECORD_LINES_MEAN lines a distribution on average, its large ones included."""
+    rng = random.Random(seed)
+    names: list[str] = []
+    taken = {"pip", "setuptools", "wheel", "tomli", "urandom_shim", *APPS}
+    while len(names) < count:
+        name = _name(rng)
+        if name not in taken and name < "zz":  # the app sorting last sorts after every one
+            taken.add(name)
+            names.append(name)
+    sizes: list[int] = []
+    for block in range(0, count, 200):
+        indices = range(block, min(block + 200, count))
+        big = {i: rng.randint(2000, 5000) for i in indices if i % BIG_EVERY == 13}
+        small = {i: min(max(rng.lognormvariate(4.4, 1.0), 6.0), 1800.0) for i in indices if i not in big}
+        scale = (RECORD_LINES_MEAN * len(indices) - sum(big.values())) / sum(small.values())
+        sizes += [big.get(i) or max(6, round(small[i] * scale)) for i in indices]
+    return list(zip(names, sizes))
+
+
+def _record_lines(name: str, lines: int, rng: random.Random, tag: str) -> list[str]:
+    """About ``lines`` RECORD lines in pip's format: modules with their hash and size, each with its bytecode
+    (listed without either, as pip lists it), in subpackages of a few levels."""
+    subpackages = [name] + [
+        "/".join([name, *(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(WORDS) for _ in range(depth))])
+        for depth in (rng.randint(1, 3) for _ in range(max(1, lines // 40)))
+    ]
+    out = [f"{name}/__init__.py,{_digest(name)},{rng.randint(0, 4000)}"]
+    while len(out) < lines - 6:
+        where = rng.choice(subpackages)
+        module = "_".join(rng.choice(ONSETS) + rng.choice(VOWELS) + rng.choice(WORDS) for _ in range(rng.randint(2, 3)))
+        out.append(f"{where}/{module}.py,{_digest(where + module)},{rng.randint(200, 60000)}")
+        out.append(f"{where}/__pycache__/{module}.{tag}.pyc,,")
+    return out
+
+
+def fabricate(site: Path, name: str, lines: int, tag: str) -> None:
+    """One installed distribution, as pip leaves it: its ``.dist-info`` (METADATA, WHEEL, INSTALLER, top_level.txt
+    and a RECORD of about ``lines`` lines) and its package. The package directory holds ``__init__.py`` and the first
+    few modules its RECORD lists; the others are only listed, since nothing at start-up opens them."""
+    rng = random.Random(name)
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    files = {
+        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\nSummary: A fabricated distribution.\n",
+        "WHEEL": "Wheel-Version: 1.0\nGenerator: bench.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "INSTALLER": "pip\n",
+        "top_level.txt": f"{name}\n",
+    }
+    record = _record_lines(name, lines, rng, tag)
+    for line in [line for line in record if not line.endswith(",,")][:4]:
+        path = site / line.split(",")[0]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("")
+    for file, text in files.items():
+        (info / file).write_text(text)
+        record.append(f"{info.name}/{file},{_digest(text)},{len(text)}")
+    record.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_bytes("".join(line + "\r\n" for line in record).encode())
+
+
+def install_app(venv: Venv, name: str, tag: str) -> Path:
+    """The app ``name`` installed as pip installs a wheel: its package (``__init__.py``, ``cli.py`` with ``main``,
+    ``__main__.py`` and the package file), a RECORD listing them, and its console-script launcher in ``bin/``."""
+    site, script = venv.site, venv.path / "bin" / name
+    package = site / name
+    package.mkdir()
+    files = {
+        "__init__.py": "",
+        "cli.py": "def main():\n    pass\n",
+        "__main__.py": f"from {name}.cli import main\n\nmain()\n",
+        PACKAGE_FILE_NAME: PACKAGE_FILE,
+    }
+    info = site / f"{name}-1.0.dist-info"
+    info.mkdir()
+    meta = {
+        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        "WHEEL": "Wheel-Version: 1.0\nGenerator: bench.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "INSTALLER": "pip\n",
+        "entry_points.txt": f"[console_scripts]\n{name} = {name}.cli:main\n",
+        "top_level.txt": f"{name}\n",
+    }
+    launcher = LAUNCHER.format(python=venv.python, name=name)
+    script.write_text(launcher)
+    script.chmod(0o755)
+    record = [f"../../../bin/{name},{_digest(launcher)},{len(launcher)}"]
+    for file, text in files.items():
+        (package / file).write_text(text)
+        record.append(f"{name}/{file},{_digest(text)},{len(text)}")
+        if file.endswith(".py"):
+            record.append(f"{name}/__pycache__/{file[:-3]}.{tag}.pyc,,")
+    for file, text in meta.items():
+        (info / file).write_text(text)
+        record.append(f"{info.name}/{file},{_digest(text)},{len(text)}")
+    record.append(f"{info.name}/RECORD,,")
+    (info / "RECORD").write_bytes("".join(line + "\r\n" for line in record).encode())
+    return script
+
+
+class Fabricated:
+    """The fabricated distributions installed in one venv, grown or shrunk to a size between rows."""
+
+    def __init__(self, venv: Venv) -> None:
+        self.venv = venv
+        self.specs = fabricated_specs()
+        self.installed = 0
+        out = subprocess.run(
+            [venv.python, "-c", "import sys; print(sys.implementation.cache_tag)"],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        self.tag = out.stdout.strip()
+
+    def resize(self, count: int) -> None:
+        for name, lines in self.specs[self.installed : count]:
+            fabricate(self.venv.site, name, lines, self.tag)
+        for name, _ in self.specs[count : self.installed]:
+            shutil.rmtree(self.venv.site / f"{name}-1.0.dist-info")
+            shutil.rmtree(self.venv.site / name)
+        self.installed = count
+
+    def describe(self) -> str:
+        """What a lookup may read: every RECORD in site-packages, fabricated or not."""
+        records = list(self.venv.site.glob("*.dist-info/RECORD"))
+        lines = sum(path.read_bytes().count(b"\n") for path in records)
+        size = sum(path.stat().st_size for path in records)
+        return f"{len(records)} RECORDs, {lines:,} lines, {size / 2**20:.1f} MiB"
+
+
+UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
+#: Both sides of these rows run with one hash seed, so that a count is the same on every run (with a random seed it
+#: moves by about 0.2%: the order of sets and dicts changes the work).
+SEEDED = {"PYTHONHASHSEED": "0"}
+
+
+def counted(venv: Venv, args: list[str], env: dict[str, str], mode: str) -> int | None:
+    """:func:`instructions` with the hash seed fixed."""
+    return instructions(venv, args, {**SEEDED, **env}, mode)
+
+
+BROKEN_PACKAGE_FILE = 'policy = "no-such-policy"\n'
+
+
+def check_package_file(venv: Venv, args: list[str], app: str) -> None:
+    """That the shim reads the app's package file for this start: a broken one must be reported on stderr, and the
+    real one must start quietly. Unmeasured; it also writes the bytecode."""
+    package_file = venv.site / app / PACKAGE_FILE_NAME
+    package_file.write_text(BROKEN_PACKAGE_FILE)
+    broken = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**SEEDED, **UNREADY}))
+    package_file.write_text(PACKAGE_FILE)
+    good = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**SEEDED, **UNREADY}))
+    if PACKAGE_FILE_NAME not in broken.stderr or good.returncode != 0 or good.stderr:
+        raise SystemExit(f"{args}: the package file is not in use:\n{broken.stderr}\n{good.stderr}")
+
+
+def growth_rows(venv: Venv) -> None:
+    """The growth table (issue 37): an unready start (simulated; the policy from the app's package file) of a
+    console script and of ``python -m APP``, the app sorting last and mid, in venvs of 0, 200 and 1,000 fabricated
+    distributions, in instructions, each against the same command in the same venv without the shim."""
+    fabricated = Fabricated(venv)
+    scripts = {app: install_app(venv, app, fabricated.tag) for app in APPS}
+    cells = [(f"script {where}", [str(scripts[app])], app) for app, where in zip(APPS, ("last", "mid"))]
+    cells += [(f"-m {where}", ["-m", app], app) for app, where in zip(APPS, ("last", "mid"))]
+    print("\ngrowth: unready start (simulated), policy from the app's package file, in CPU instructions (valgrind),")
+    print("with the shim / without it; budget <= 1.5x in every cell and a ratio moving <= 0.05 from 0 to 1,000:")
+    print(f"  {'distributions':<14}" + "".join(f"{label:>26} " for label, _, _ in cells))
+    ratios: dict[str, list[float]] = {label: [] for label, _, _ in cells}
+    for size in SIZES:
+        fabricated.resize(size)
+        shown = []
+        for label, args, app in cells:
+            check_package_file(venv, args, app)
+            shim = counted(venv, args, UNREADY, "on")
+            bare = counted(venv, args, {}, "off")
+            if shim is None or bare is None:
+                print("  (valgrind is not installed: no counts)")
+                return
+            ratios[label].append(shim / bare)
+            flag = "!" if shim / bare > 1.5 else " "
+            shown.append(f"{shim / 1e6:>9.1f}M/{bare / 1e6:.1f}M {shim / bare:>5.2f}x{flag}")
+        before = sorted(p.name for p in venv.site.glob("*.dist-info"))
+        position = before.index("mmapp-1.0.dist-info")
+        print(f"  {size:<14,}" + "".join(f"{cell:>27}" for cell in shown))
+        print(f"  {'':<16}({fabricated.describe()}; mmapp's RECORD is {position + 1} of {len(before)})")
+    moves = [f"{label} {values[-1] - values[0]:+.2f}" for label, values in ratios.items()]
+    worst = max(abs(values[-1] - values[0]) for values in ratios.values())
+    print(f"  ratio moves from 0 to 1,000: {', '.join(moves)}{'  over budget' if worst > 0.05 else ''}")
+    print("  (! marks a cell over 1.5x)")
+    fabricated.resize(0)
+
+
+def pythonpath_rows(venv: Venv, tmp: Path) -> None:
+    """The ready path with 20 existing empty directories on ``PYTHONPATH`` ahead of site-packages (each one is a
+    place the ``.pth`` line's import looks first), and without any, ``python -c pass``, in instructions."""
+    entries = [tmp / "pythonpath" / f"entry{i:02}" for i in range(20)]
+    for entry in entries:
+        entry.mkdir(parents=True)
+    long_path = {"PYTHONPATH": os.pathsep.join(map(str, entries))}
+    print("\nready path, python -c pass, in CPU instructions (valgrind), with the shim / without it; target <= 1.02x:")
+    for label, env in (("no PYTHONPATH", {}), ("20 empty directories on PYTHONPATH", long_path)):
+        shim = counted(venv, ["-c", "pass"], {"URANDOM_POLICY": "pep524", **env}, "on")
+        bare = counted(venv, ["-c", "pass"], env, "off")
+        if shim is None or bare is None:
+            print("  (valgrind is not installed: no counts)")
+            return
+        flag = "" if shim / bare <= 1.02 else "  over target"
+        print(f"  {label:<66} {shim / 1e6:>8.2f}M {bare / 1e6:>8.2f}M {shim / bare:>6.3f}x{flag}")
+
+
+DJANGO_SETUP = "import django; from django.conf import settings; settings.configure(); django.setup()"
+
+
+def real_app_rows(python: Path, tmp: Path, wheel: Path) -> None:
+    """A real app's start: ``flask --help`` and ``django.setup()``, installed with pip into a venv of their own
+    (beside the shim's wheel), ready and unready (simulated), policy pep524 from the environment, in instructions,
+    each against the same command without the shim. A row whose install fails is skipped, saying why."""
+    where = tmp / "real-apps"
+    where.mkdir()
+    venv = Venv(python, where, wheel)
+    print("\na real app's start, policy pep524 from the environment, in CPU instructions (valgrind), without the shim,")
+    print("and with it ready (target <= 1.02x) and unready, simulated (target <= 1.5x):")
+    rows = (
+        ("flask --help", "flask", [str(venv.path / "bin" / "flask"), "--help"]),
+        ("python -c '...; django.setup()'", "django", ["-c", DJANGO_SETUP]),
+    )
+    ready = {"URANDOM_POLICY": "pep524"}
+    for label, package, args in rows:
+        try:
+            out = subprocess.run(
+                [venv.python, "-m", "pip", "install", "-q", "--disable-pip-version-check", package],
+                capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+            failed = out.stderr.strip().splitlines()[-1:] if out.returncode else None
+        except subprocess.TimeoutExpired:
+            failed = ["timed out after 600 s"]
+        if failed is not None:
+            print(f"  {label:<50} skipped: pip install {package} failed: {' '.join(failed) or out.returncode}")
+            continue
+        version = subprocess.run(
+            [venv.python, "-c", f"from importlib.metadata import version; print(version({package!r}))"],
+            capture_output=True, text=True,
+        ).stdout.strip()  # fmt: skip
+        bare = counted(venv, args, {}, "off")
+        on = counted(venv, args, ready, "on")
+        off = counted(venv, args, {**ready, **UNREADY}, "on")
+        if bare is None or on is None or off is None:
+            print("  (valgrind is not installed: no counts)")
+            return
+        flags = ("" if on / bare <= 1.02 else "  ready over target") + ("" if off / bare <= 1.5 else "  unready over")
+        print(
+            f"  {label + ' (' + package + ' ' + version + ')':<50} {bare / 1e6:>8.1f}M  ready {on / 1e6:>7.1f}M "
+            f"{on / bare:>6.3f}x  unready {off / 1e6:>7.1f}M {off / bare:>6.3f}x{flags}"
+        )
+
+
+def scale_rows(venv: Venv, tmp: Path, python: Path) -> None:
+    """Issue 37's rows: where users are."""
+    os.chdir(tmp)
+    pythonpath_rows(venv, tmp)
+    growth_rows(venv)
+    real_app_rows(python, tmp, venv.wheel)
 
 
 if __name__ == "__main__":
