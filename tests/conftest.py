@@ -378,7 +378,9 @@ def machine_file_in_etc() -> Any:
 @pytest.fixture
 def restored() -> Any:
     """Whatever a test does in-process (a policy engaged, a simulation, variables), the runner's interpreter gets its
-    own functions and environment back, and the test fails if one is still replaced."""
+    own functions and environment back, and the test fails if one is still replaced. The events it made are
+    forgotten too: otherwise, at the runner's exit, after pytest has stopped capturing, ``_events``' exit handler
+    would print one ``repeat`` line per call site (``N more like it``) on the terminal, under the summary."""
     import posix
     import random
     import secrets
@@ -392,6 +394,8 @@ def restored() -> Any:
     saved_secrets = {name: getattr(secrets, name) for name in ("token_bytes", "token_hex", "choice", "randbits")}
     yield
     urandom_shim.deactivate()
+    if "urandom_shim._events" in sys.modules:  # loaded by the first event only
+        sys.modules["urandom_shim._events"].reset()
     _simulation.override(None)
     _readiness.reset()
     os.environ.clear()

@@ -34,7 +34,8 @@ nox.options.sessions = ["matrix"]
 #: The interpreters whose sessions run every test: the oldest, the newest, and Debian's own with the
 #: boots. The others leave out the slow tests (``-m slow``: simulated windows waited out, apps installed, the docs'
 #: examples) but for CPython's own suites, which every interpreter runs: with 3.14 and 3.15 in the matrix, running
-#: everything everywhere took CI past its hour. URANDOM_SHIM_MATRIX_FULL=1 runs everything everywhere.
+#: everything everywhere took CI past its hour. URANDOM_SHIM_MATRIX_FULL=1 runs everything everywhere. The
+#: ``lengthy`` tests, which only the quick tier (tests/run --quick) leaves out, run in every session.
 FULL = {"3.8", "sid:3.15", "/usr/bin/python3"}
 REDUCED = "(not slow or cpython_suites)"
 

@@ -300,6 +300,7 @@ def test_policy_applies_to_modules_imported_before_the_shim(
     assert report["outcome"] == outcome, report
 
 
+@pytest.mark.lengthy  # pip installs hatchling from the package index to build the editable install
 def test_editable_install_activates_too(python: Path, tmp_path: Path) -> None:
     venv = make_editable_venv(python, tmp_path / "editable")
     pths = sorted(p.name for p in venv.site_packages.glob("*.pth"))

@@ -163,6 +163,7 @@ def test_the_apps_policy_applies_however_it_is_installed_and_started(
         assert (report["policy"], report["source"], report["urandom"]) == ("pep522", expected, "raised"), how
 
 
+@pytest.mark.lengthy  # a venv of its own, and the app built and installed into it
 def test_check_finds_a_console_script_on_path_and_names_the_rule(
     python: Path, wheel: Path, app_wheel: Path, tmp_path: Path
 ) -> None:
@@ -221,6 +222,7 @@ def test_the_projects_policy():
 """
 
 
+@pytest.mark.lengthy  # pytest started four times: two ways, from two directories
 def test_the_plugin_finds_the_project_the_same_way_for_pytest_and_python_m_pytest(
     venvs: Any, python: Path, tmp_path: Path
 ) -> None:

@@ -304,6 +304,7 @@ def test_errors_in_the_chained_sitecustomize_are_reported_by_site_as_without_the
     assert with_shim.stderr == without.stderr * 2
 
 
+@pytest.mark.lengthy  # pip installs hatchling from the package index to build the editable install
 def test_editable_install_ships_the_bootstrap_beside_the_pth(python: Path, bare: Venv, tmp_path: Path) -> None:
     venv = make_editable_venv(python, tmp_path / "editable")
     assert (venv.site_packages / "urandom_shim_bootstrap" / "sitecustomize.py").is_file()

@@ -109,6 +109,7 @@ def test_warn_after_prints_one_diagnostic_naming_call_policy_source_and_fix(shim
     assert "simulated by URANDOM_SHIM_SIMULATE=unready-forever" in line
 
 
+@pytest.mark.lengthy  # waits out the default warn-after, 5 s
 def test_warn_after_is_on_by_default(shim: Venv) -> None:
     env = {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_SIMULATE": "unready-forever", "URANDOM_SHIM_TIMEOUT": "5.5"}
     result = shim.run("-c", "import os; os.urandom(1)", env=env, timeout=30)
