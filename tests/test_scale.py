@@ -189,6 +189,7 @@ print(sys.modules["urandom_shim._config"].__file__)
 """
 
 
+@pytest.mark.lengthy  # a venv of its own for each case
 @pytest.mark.parametrize("cache", ["current", "stale", "none"])
 def test_each_module_is_imported_once_with_its_audit_event_whatever_the_cache(
     python: Path, wheel: Path, tmp_path: Path, cache: str
