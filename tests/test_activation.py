@@ -491,3 +491,56 @@ def test_stray_references_from_code_run_before_the_shim_are_covered_with_or_with
         assert stdlib.stdout == "raised\n" * 2, stdlib.stdout + stdlib.stderr
     finally:
         hook.unlink()
+
+
+LATE_SITE = """
+import os, sys
+def token(rand=os.urandom):
+    return rand(4)
+class Box:
+    rand = os.urandom
+held = {"rand": os.urandom}
+import site
+site.main()
+for call in (lambda: token(), lambda: Box.rand(4), lambda: held["rand"](4)):
+    try:
+        call()
+        print("bytes")
+    except BlockingIOError:
+        print("raised")
+"""
+
+
+def test_references_taken_before_a_late_site_run_are_covered(shim: Venv, tmp_path: Path) -> None:
+    """Hostile review of issue 37: with ``python -S`` and ``site.main()`` later (or ``site.addsitedir()``, as
+    virtualenv's ``activate_this.py`` does), the program's own code ran before the shim: ``__main__`` holds
+    references, and the collector's walk must not be skipped."""
+    done = shim.run("-S", "-c", LATE_SITE, env={"URANDOM_POLICY": "pep522", **UNREADY}, cwd=tmp_path)
+    assert done.stdout == "raised\n" * 3, done.stdout + done.stderr
+
+
+def test_a_module_named_like_the_standard_librarys_or_an_odd_sys_modules_key_doesnt_skip_the_walk(
+    shim: Venv, tmp_path: Path
+) -> None:
+    """Hostile review of issue 37: ``winreg`` is in ``sys.stdlib_module_names`` but not in this standard library,
+    so a ``winreg.py`` in site-packages is another .pth's module like any other; and a non-string key in
+    ``sys.modules`` must not switch the policy off."""
+    (shim.site_packages / "winreg.py").write_text("import os\ndef token(rand=os.urandom):\n    return rand(4)\n")
+    hook = shim.site_packages / "aaa_test_winreg.pth"
+    hook.write_text(
+        "import os, sys; exec('import winreg') if os.environ.get('URANDOM_SHIM_TEST_WINREG') else None; "
+        "sys.modules[('odd', 1)] = sys if os.environ.get('URANDOM_SHIM_TEST_ODD') else None\n"
+    )
+    call = "try:\n    {}\n    print('bytes')\nexcept BlockingIOError:\n    print('raised')\n"
+    try:
+        named = py(
+            shim, "import winreg\n" + call.format("winreg.token()"),
+            {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_TEST_WINREG": "1", **UNREADY},
+        )  # fmt: skip
+        assert named.stdout == "raised\n", named.stdout + named.stderr
+        odd = py(shim, "import os\n" + call.format("os.urandom(4)"),
+                 {"URANDOM_POLICY": "pep522", "URANDOM_SHIM_TEST_ODD": "1", **UNREADY})  # fmt: skip
+        assert odd.stdout == "raised\n" and "activation failed" not in odd.stderr, odd.stdout + odd.stderr
+    finally:
+        hook.unlink()
+        (shim.site_packages / "winreg.py").unlink()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
 from pathlib import Path
 
@@ -244,3 +245,142 @@ def test_each_module_is_imported_once_with_its_audit_event_whatever_the_cache(
     if cache != "current":
         written = sorted(path.name for path in (package / "__pycache__").glob("*.pyc"))
         assert any(name.startswith("_config.") for name in written), (written, env)
+
+
+# -- the lookup against what a hostile review put in site-packages (issue 37) ----------------------------------------
+#
+# Each app's package file says pep524; the environment's file says pep522; a plugin's file says legacy. Every
+# distribution is written straight into site-packages, RECORD and all, as an installer (or a person) leaves it.
+
+LAUNCHER = (
+    "#!{python}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom {module} import main\n"
+    "if __name__ == '__main__':\n    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])\n"
+    "    sys.exit(main())\n"
+)
+OWN = 'policy = "pep524"\n'
+PLUGIN = 'policy = "legacy"\n'
+
+
+def install_by_hand(site: Path, info: str, files: dict[str, str], record: str | None = None) -> None:
+    """``files`` into ``site``, and a metadata directory ``info`` whose RECORD lists them (or is ``record``)."""
+    for path, text in files.items():
+        (site / path).parent.mkdir(parents=True, exist_ok=True)
+        (site / path).write_text(text)
+    (site / info).mkdir()
+    lines = [f"{path},sha256=47DEQpj8HBSa-_TImW-5JCeuQeRkm5NMpJWZG3hSuFU,0" for path in files]
+    (site / info / "RECORD").write_text(record if record is not None else "\n".join([*lines, f"{info}/RECORD,,"]))
+
+
+def hostile_layouts(site: Path, suffix: str) -> None:
+    app = {"__init__.py": "", "cli.py": REPORT}
+    # A plugin named after the console script's module (`aaapp-cli`), whose one quoted path holds a newline and,
+    # after it, what looks like a line for the app's module.
+    install_by_hand(
+        site, "aaapp-1.0.dist-info", {f"aaapp/{k}": v for k, v in {**app, "urandom-shim.toml": OWN}.items()}
+    )
+    install_by_hand(
+        site, "aaapp_cli-1.0.dist-info", {"aaapp_cli/__init__.py": ""},
+        '"aaapp_cli/x\naaapp/cli.py,data",sha256=x,1\naaapp_cli/__init__.py,,\n',
+    )  # fmt: skip
+    # A plugin named after the module that puts files under `bbapp/cli/` and a package file into the app's package.
+    install_by_hand(site, "bbapp-1.0.dist-info", {f"bbapp/{k}": v for k, v in app.items()})
+    install_by_hand(
+        site, "bbapp_cli-1.0.dist-info", {"bbapp/cli/plugin-data.txt": "", "bbapp/urandom-shim.toml": PLUGIN}
+    )
+    # An old version's metadata left behind, spelt differently, whose RECORD doesn't list the package file.
+    install_by_hand(
+        site, "ccapp-1.0.dist-info", {f"ccapp/{k}": v for k, v in {**app, "urandom-shim.toml": OWN}.items()}
+    )
+    install_by_hand(site, "CCApp-0.1.dist-info", {}, "ccapp/__init__.py,,\nccapp/cli.py,,\n")
+    # A RECORD that is a FIFO: nothing may wait on it.
+    install_by_hand(
+        site, "ddapp-1.0.dist-info", {f"ddapp/{k}": v for k, v in {**app, "urandom-shim.toml": OWN}.items()}
+    )
+    (site / "ddapp-1.0.dist-info" / "RECORD").unlink()
+    os.mkfifo(site / "ddapp-1.0.dist-info" / "RECORD")
+    # A console script whose module is an extension module (as mypyc or Cython build it): `check` doesn't import it.
+    install_by_hand(
+        site, "eeapp-1.0.dist-info",
+        {"eeapp/__init__.py": "", f"eeapp/cli{suffix}": "not loaded by check", "eeapp/urandom-shim.toml": OWN},
+    )  # fmt: skip
+
+
+#: module -> (policy, how its source ends) under `check --for`, and from a start of the console script itself.
+HOSTILE = {
+    "aaapp.cli": ("pep524", "aaapp/urandom-shim.toml (the app's package file)"),
+    "bbapp.cli": ("pep522", "urandom-shim.toml (environment file)"),  # not the plugin's legacy
+    "ccapp.cli": ("pep524", "ccapp/urandom-shim.toml (the app's package file)"),
+    "ddapp.cli": ("pep524", "ddapp/urandom-shim.toml (the app's package file)"),
+    "eeapp.cli": ("pep524", "eeapp/urandom-shim.toml (the app's package file)"),
+}
+
+_HOSTILE: dict[str, Venv] = {}
+
+
+@pytest.fixture
+def hostile_site(wheel: Path, python: Path, tmp_path_factory: pytest.TempPathFactory) -> Venv:
+    if str(python) not in _HOSTILE:
+        import subprocess
+
+        work = tmp_path_factory.mktemp("hostile")
+        venv = make_venv(python, work / "venv", wheel)
+        suffix = subprocess.run(
+            [str(venv.python), "-c", "import _imp; print(_imp.extension_suffixes()[0])"],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()  # fmt: skip
+        site = venv.site_packages
+        hostile_layouts(site, suffix)
+        for module in HOSTILE:
+            launcher = venv.path / "bin" / module.split(".")[0]
+            launcher.write_text(LAUNCHER.format(python=venv.python, module=module))
+            launcher.chmod(0o755)
+        (venv.path / "urandom-shim.toml").write_text('policy = "pep522"\n')
+        _HOSTILE[str(python)] = venv
+    return _HOSTILE[str(python)]
+
+
+@pytest.mark.parametrize("module", list(HOSTILE))
+def test_a_plugin_a_leftover_or_an_odd_record_never_gives_an_app_another_distributions_file(
+    hostile_site: Venv, tmp_path: Path, module: str
+) -> None:
+    import subprocess
+
+    bin_dir = hostile_site.path / "bin"
+    env = clean_env(
+        {"URANDOM_SHIM_SIMULATE": "unready-forever", "XDG_CONFIG_HOME": str(tmp_path),
+         "URANDOM_SHIM_MACHINE_CONFIG": str(tmp_path / "machine.toml"),
+         "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
+    )  # fmt: skip
+    script = module.split(".")[0]
+    policy, source = HOSTILE[module]
+    check = subprocess.run(
+        [str(bin_dir / "urandom-shim"), "check", "--json", "--for", script],
+        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30,
+    )  # fmt: skip
+    report = json.loads(check.stdout)
+    got = (report["settings"]["policy"]["value"], report["settings"]["policy"]["source"])
+    assert got[0] == policy and got[1].endswith(source), (got, check.stderr)
+    if module != "eeapp.cli":  # the others start for real
+        done = subprocess.run(
+            [str(bin_dir / script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30
+        )
+        assert done.returncode == 0, done.stderr
+        started = json.loads(done.stdout.strip().splitlines()[-1])
+        assert (started[0], started[1].endswith(source)) == (policy, True), (started, done.stderr)
+
+
+def test_a_name_that_lowering_lengthens_doesnt_hide_the_apps_distribution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Hostile review of issue 37: "İ" lowered is two characters, and the listing was searched lowered: every name
+    after it was read from the wrong place, and the app's distribution was never found."""
+    from urandom_shim import _programs
+
+    listing = ["İİİ.txt", "zzapp_plugin-1.0.dist-info", "ZZApp-2.0.dist-info", "zzapp-1.0.dist-info", "zzapp"]
+    monkeypatch.setattr(_programs.os, "listdir", lambda entry: list(listing))
+    assert _programs._named_after("/nowhere", "zzapp.plugin.cli") == [
+        ["zzapp_plugin-1.0.dist-info"],
+        ["ZZApp-2.0.dist-info", "zzapp-1.0.dist-info"],
+    ]
+    listing.insert(0, "new\nline-1.0.dist-info")  # a name with a newline in it must not shift the others either
+    assert _programs._named_after("/nowhere", "zzapp") == [["ZZApp-2.0.dist-info", "zzapp-1.0.dist-info"]]

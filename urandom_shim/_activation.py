@@ -391,12 +391,10 @@ def module_aliases(module: "ModuleType") -> "list[str]":
     # Identities first (no value's own __eq__ is ever called), found at the speed of C: `os` alone has about 300
     # names, and a loop over them in Python cost about 0.5 M instructions (issue 37). Then the exact test for the
     # few names that match.
-    names, values = list(found), list(found.values())
-    if len(names) != len(values):  # it changed between the two copies (another thread): the loop in Python
-        names, values = [], []
-        for name, value in list(found.items()):
-            names.append(name)
-            values.append(value)
+    items = list(found.items())  # one copy: names and values that belong together
+    if not items:
+        return []
+    names, values = zip(*items)
     identities = list(map(id, values))
     matched = _patching.urandom_ids.intersection(identities)
     if not matched:

@@ -248,23 +248,43 @@ def urandom_holders() -> "list[object]":
     return [holder for holder in gc.get_referrers(*targets) if holder is not targets]
 
 
-#: The modules that are no part of the standard library and may be loaded while only it and the shim have run.
-_NOT_STANDARD = frozenset({"__main__", "urandom_shim", "_urandom_shim_boot"})
-
-
 def only_the_standard_library_ran() -> bool:
-    """Whether every loaded module is the standard library's (by name, ``sys.stdlib_module_names``, 3.10+) or the
-    shim's. Then, at start-up, no reference to os.urandom can be outside a module's namespace: the standard library
-    keeps its aliases in module namespaces (``random._urandom``, ``urllib.request._randombytes``) and nowhere else.
-    False where the interpreter can't say (3.8, 3.9, PyPy), and as soon as any other module is loaded: another
-    ``.pth``'s (``_distutils_hack``), a sitecustomize's. What this can't see is a reference that an import line
-    of another ``.pth`` file stores in a container without loading a module of its own
-    (``import os; os.stash = [os.urandom]``): it keeps the interpreter's behaviour, which waits."""
-    names = getattr(sys, "stdlib_module_names", None)
-    if type(names) is not frozenset:
+    """Whether every loaded module is the standard library's or the shim's: built into the interpreter, frozen, or
+    loaded from the standard library's own directory (not a ``site-packages`` or ``dist-packages`` under it), and a
+    ``__main__`` that holds nothing yet. Then, at start-up, no reference to os.urandom can be outside a module's
+    namespace: the standard library keeps its aliases in module namespaces (``random._urandom``,
+    ``urllib.request._randombytes``) and nowhere else. False as soon as anything else is loaded (another ``.pth``'s
+    module, such as ``_distutils_hack``; a module of the program, when ``site`` runs late), and at any doubt. What
+    this can't see is a reference that an import line of another ``.pth`` file stores in a container without
+    loading a module of its own (``import os; os.stash = [os.urandom]``): it keeps the interpreter's behaviour,
+    which waits."""
+    try:
+        stdlib = getattr(sys, "_stdlib_dir", None) or os.path.dirname(os.__file__)
+        ours = os.path.dirname(__file__)
+        prefix, own_prefix = stdlib + os.sep, ours + os.sep
+        boot = os.path.join(os.path.dirname(ours), "_urandom_shim_boot.py")
+        for name, module in list(sys.modules.items()):
+            found = namespace(module)
+            if type(name) is not str or found is None:
+                return False
+            file = found.get("__file__")
+            if type(file) is str:
+                if file.startswith(own_prefix) or file == boot:
+                    continue
+                if not file.startswith(prefix) or "-packages" in file[len(prefix) :]:
+                    return False
+            elif file is not None:
+                return False
+            elif name == "__main__":
+                if not all(type(key) is str and key[:2] == key[-2:] == "__" for key in found):
+                    return False
+            elif name not in sys.builtin_module_names and (
+                getattr(found.get("__spec__"), "origin", None) not in ("built-in", "frozen")
+            ):
+                return False
+        return True
+    except Exception:  # noqa: BLE001 - any doubt: walk
         return False
-    tops = {name.partition(".")[0] for name in list(sys.modules)}
-    return (tops - names) <= _NOT_STANDARD
 
 
 def holding_modules(holders: "list[object]") -> "list[ModuleType]":

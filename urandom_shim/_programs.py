@@ -53,61 +53,100 @@ def find_module(module: str, path: "list[str]", installed: "Callable[[str], bool
 RECORD_MAX = 4 * 1024 * 1024
 
 
-def _read_record(entry: str, info: str) -> "bytes | None":
-    """The RECORD of the distribution whose metadata directory is ``info`` in ``entry``, with a newline in front so
-    that every line, the first included, starts after one. None if it can't be read."""
+def _read_record(entry: str, info: str) -> "bytes | frozenset[str] | None":
+    """The RECORD of the distribution whose metadata directory is ``info`` in ``entry``: its bytes, with a newline
+    in front so that every line, the first included, starts after one; or, for a RECORD that quotes a path (CSV
+    quotes one with a comma, a quote or a newline in it, where a newline no longer ends a line), the set of its
+    paths, parsed as installers write them. None if it can't be read, or is not a regular file (a FIFO must not
+    hang the start)."""
     try:
-        with open(os.path.join(entry, info, "RECORD"), "rb") as handle:
-            return b"\n" + handle.read(RECORD_MAX)
+        descriptor = os.open(os.path.join(entry, info, "RECORD"), os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
+        return None
+    try:
+        with open(descriptor, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
+            data = handle.read(RECORD_MAX)
+    except (OSError, ValueError):
+        return None
+    if b'"' not in data:
+        return b"\n" + data
+    import csv
+    import io
+
+    try:
+        rows = csv.reader(io.StringIO(data.decode("utf-8", "surrogateescape"), newline=""))
+        return frozenset(row[0] for row in rows if row)
+    except (csv.Error, ValueError):
         return None
 
 
-def _lists(record: bytes, path: str) -> bool:
-    """Whether ``record`` has a line for the file ``path`` (plain, or quoted as CSV quotes a path with a comma)."""
-    raw = path.encode("utf-8", "surrogateescape")
-    return b"\n" + raw + b"," in record or b'\n"' + raw + b'",' in record
+def _lists(record: "bytes | frozenset[str]", path: str) -> bool:
+    """Whether ``record`` (:func:`_read_record`) has a line for the file ``path``."""
+    if isinstance(record, frozenset):
+        return path in record
+    return b"\n" + path.encode("utf-8", "surrogateescape") + b"," in record
 
 
-def _ships(record: bytes, module: str) -> bool:
-    """Whether ``record`` lists the module's own file: ``a/b.py`` or anything under ``a/b/``."""
-    raw = module.replace(".", "/").encode("utf-8", "surrogateescape")
-    return any(b"\n" + q + raw + suffix in record for q in (b"", b'"') for suffix in (b".py,", b'.py",', b"/"))
+def _module_file(entry: str, module: str) -> "str | None":
+    """The file, relative to ``entry`` and spelt as RECORD spells it, that Python loads for ``module``: its
+    package's ``__init__``, or its own file (an extension module, source or bytecode, in the import system's
+    order). None if there is none: the distribution that ships a module is the one whose RECORD lists this file."""
+    import _imp
+
+    suffixes = [*_imp.extension_suffixes(), ".py", ".pyc"]
+    base = os.path.join(entry, *module.split("."))
+    relative = module.replace(".", "/")
+    try:
+        if os.path.isdir(base):
+            for suffix in suffixes:
+                if os.path.isfile(os.path.join(base, "__init__" + suffix)):
+                    return f"{relative}/__init__{suffix}"
+        for suffix in suffixes:
+            if os.path.isfile(base + suffix):
+                return relative + suffix
+    except (OSError, ValueError):
+        pass
+    return None
 
 
-def _named_after(entry: str, module: str) -> "list[str]":
-    """The metadata directories in ``entry`` of distributions named after ``module`` or one of its packages, longest
-    name first: for ``ns.tool.cli``, ``ns-tool-cli``, ``ns-tool``, then ``ns`` (names compared as installers
-    normalise them: case, ``-``, ``_`` and ``.`` alike). One listing of the directory, searched as one string: the
-    cost grows with the directory's size at the speed of C, not of a loop in Python."""
+def _named_after(entry: str, module: str) -> "list[list[str]]":
+    """The metadata directories in ``entry`` of distributions named after ``module`` or one of its packages, a
+    list for each name, longest name first: for ``ns.tool.cli``, those of ``ns-tool-cli``, of ``ns-tool``, then of
+    ``ns`` (names compared as installers normalise them: case, ``-``, ``_`` and ``.`` alike), each with every
+    version left there. One listing of the directory, searched as one string: the cost grows with the directory's
+    size at the speed of C, not of a loop in Python."""
     try:
         names = os.listdir(entry)
     except (OSError, ValueError):
         return []
-    listing = "\n" + "\n".join(names) + "\n"
-    folded = listing.lower().replace("-", "_").replace(".", "_")
+    listing = "\n".join(names)
+    if listing.count("\n") != len(names) - 1:  # a name with a newline in it would shift the lines below
+        names = [name for name in names if "\n" not in name]
+        listing = "\n".join(names)
+    # Lowering may change a line's length ("İ" is two characters lowered), never the number of lines: a match is
+    # found in the folded text, and its name by its line's number.
+    folded = "\n" + listing.lower().replace("-", "_").replace(".", "_") + "\n"
     parts = module.lower().split(".")
-    found = []
+    groups = []
     for depth in range(len(parts), 0, -1):
         wanted = "_".join(parts[:depth])
         needle = "\n" + wanted + "_"
+        found = []
         start = folded.find(needle)
         while start >= 0:
-            end = folded.find("\n", start + 1)
-            name = listing[start + 1 : end]
+            name = names[folded.count("\n", 0, start)]
             stem, dash, _version = name[: -len(".dist-info")].rpartition("-")
-            if (
-                dash
-                and name.endswith(".dist-info")
-                and stem.lower().replace("-", "_").replace(".", "_") == wanted
-                and name not in found
-            ):
+            if dash and name.endswith(".dist-info") and stem.lower().replace("-", "_").replace(".", "_") == wanted:
                 found.append(name)
-            start = folded.find(needle, end)
-    return found
+            start = folded.find(needle, start + 1)
+        if found:
+            groups.append(sorted(found))
+    return groups
 
 
-def _scan_for(entry: str, relative: str) -> "bytes | None":
+def _scan_for(entry: str, relative: str) -> "bytes | frozenset[str] | None":
     """The RECORD, of every distribution in ``entry``, that lists ``relative``: the costly search, one read of each
     RECORD until one lists it, kept for a namespace package whose distribution isn't named after its module."""
     try:
@@ -140,18 +179,21 @@ def package_directory(module: str, entry: str, installed: "Callable[[str], bool]
     the same distribution as the module.
 
     Outside an installation directory (a checkout on ``sys.path``), the nearest file applies. In an installation
-    directory, the module's distribution is looked for by name (:func:`_named_after`): the first one named after
-    the module or one of its packages whose RECORD lists the module's own file. Found, the file applies if that
-    RECORD lists it too, and only then. Not found by name, a file in a regular package applies (a package
+    directory, the module's distribution is looked for by name (:func:`_named_after`): the distributions named
+    after the module or one of its packages whose RECORD lists the module's own file (:func:`_module_file`; more
+    than one when an old version's metadata was left behind). Found, the file applies if one of their RECORDs lists
+    it too, and only then. Not found by name, a file that a distribution named after one of the module's packages
+    lists is that distribution's, not the module's; any other file in a regular package applies (a package
     directory belongs to the distribution that ships its ``__init__.py``), and one in a namespace package, which
-    several distributions share, only if the RECORD that lists it also lists the module: the one case that reads
-    RECORDs until it finds the file's. So the cost of an app named after its package is one listing and one RECORD,
-    however many distributions are installed (issue 37)."""
+    several distributions share, only if the RECORD that lists it also lists the module's file: the one case that
+    reads RECORDs until it finds the file's. So the cost of an app named after its package is one listing and one
+    RECORD, however many distributions are installed (issue 37)."""
     parts = module.split(".")
     in_installation = installed(entry)
     searched = False
-    owner: bytes | None = None
-    others: list[bytes] = []  # RECORDs of distributions named after a package of the module that don't ship it
+    own_file: str | None = None
+    owners: list[bytes | frozenset[str]] = []  # RECORDs of the module's distribution
+    others: list[bytes | frozenset[str]] = []  # RECORDs of distributions named after a package, that don't ship it
     for depth in range(len(parts), 0, -1):
         directory = os.path.join(entry, *parts[:depth])
         candidate = os.path.join(directory, PACKAGE_FILE)
@@ -165,24 +207,23 @@ def package_directory(module: str, entry: str, installed: "Callable[[str], bool]
         relative = "/".join([*parts[:depth], PACKAGE_FILE])
         if not searched:
             searched = True
-            for info in _named_after(entry, module):
-                record = _read_record(entry, info)
-                if record is None:
-                    continue
-                if _ships(record, module):
-                    owner = record
+            own_file = _module_file(entry, module)
+            for group in _named_after(entry, module):  # the longest name first: the nearest distribution
+                records = [record for record in (_read_record(entry, info) for info in group) if record is not None]
+                for record in records:
+                    (owners if own_file is not None and _lists(record, own_file) else others).append(record)
+                if owners:
                     break
-                others.append(record)
-        if owner is not None:
-            if _lists(owner, relative):
+        if owners:
+            if any(_lists(record, relative) for record in owners):
                 return os.path.realpath(directory)
             continue  # the module's distribution doesn't ship this file: another's, or put there by hand
         if any(_lists(record, relative) for record in others):
             continue  # the file of a distribution that doesn't ship the module
         if not _is_namespace(directory):
             return os.path.realpath(directory)
-        record = _scan_for(entry, relative)
-        if record is not None and _ships(record, module):
+        found = _scan_for(entry, relative)
+        if found is not None and own_file is not None and _lists(found, own_file):
             return os.path.realpath(directory)
     return None
 
