@@ -298,6 +298,11 @@ def hostile_layouts(site: Path, suffix: str) -> None:
     )
     (site / "ddapp-1.0.dist-info" / "RECORD").unlink()
     os.mkfifo(site / "ddapp-1.0.dist-info" / "RECORD")
+    # A namespace package without __init__.py (PEP 420) that two distributions share; one ships the package file.
+    install_by_hand(
+        site, "pns_a-1.0.dist-info", {"pns/a/__init__.py": "", "pns/a/cli.py": REPORT, "pns/urandom-shim.toml": OWN}
+    )
+    install_by_hand(site, "pns_b-1.0.dist-info", {"pns/b/__init__.py": "", "pns/b/cli.py": REPORT})
     # A console script whose module is an extension module (as mypyc or Cython build it): `check` doesn't import it.
     install_by_hand(
         site, "eeapp-1.0.dist-info",
@@ -312,7 +317,11 @@ HOSTILE = {
     "ccapp.cli": ("pep524", "ccapp/urandom-shim.toml (the app's package file)"),
     "ddapp.cli": ("pep524", "ddapp/urandom-shim.toml (the app's package file)"),
     "eeapp.cli": ("pep524", "eeapp/urandom-shim.toml (the app's package file)"),
+    "pns.a.cli": ("pep524", "pns/urandom-shim.toml (the app's package file)"),
+    "pns.b.cli": ("pep522", "urandom-shim.toml (environment file)"),  # pns-a's file is not pns-b's
 }
+#: The programs whose package holds a file that isn't theirs: `check` says so.
+IGNORED = {"bbapp.cli": "bbapp", "pns.b.cli": "pns"}
 
 _HOSTILE: dict[str, Venv] = {}
 
@@ -331,7 +340,7 @@ def hostile_site(wheel: Path, python: Path, tmp_path_factory: pytest.TempPathFac
         site = venv.site_packages
         hostile_layouts(site, suffix)
         for module in HOSTILE:
-            launcher = venv.path / "bin" / module.split(".")[0]
+            launcher = venv.path / "bin" / module.replace(".", "-")
             launcher.write_text(LAUNCHER.format(python=venv.python, module=module))
             launcher.chmod(0o755)
         (venv.path / "urandom-shim.toml").write_text('policy = "pep522"\n')
@@ -351,7 +360,7 @@ def test_a_plugin_a_leftover_or_an_odd_record_never_gives_an_app_another_distrib
          "URANDOM_SHIM_MACHINE_CONFIG": str(tmp_path / "machine.toml"),
          "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}"}
     )  # fmt: skip
-    script = module.split(".")[0]
+    script = module.replace(".", "-")
     policy, source = HOSTILE[module]
     check = subprocess.run(
         [str(bin_dir / "urandom-shim"), "check", "--json", "--for", script],
@@ -360,6 +369,14 @@ def test_a_plugin_a_leftover_or_an_odd_record_never_gives_an_app_another_distrib
     report = json.loads(check.stdout)
     got = (report["settings"]["policy"]["value"], report["settings"]["policy"]["source"])
     assert got[0] == policy and got[1].endswith(source), (got, check.stderr)
+    # A file there that doesn't apply is named, with the reason; one that applies is not.
+    ignored = [line for line in report["advice"] if "does not apply to" in line]
+    if module in IGNORED:
+        file = hostile_site.site_packages / IGNORED[module] / "urandom-shim.toml"
+        expected = f"{file} does not apply to {script}: the RECORD"
+        assert len(ignored) == 1 and ignored[0].startswith(expected), report["advice"]
+    else:
+        assert ignored == [], report["advice"]
     if module != "eeapp.cli":  # the others start for real
         done = subprocess.run(
             [str(bin_dir / script)], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=30

@@ -222,6 +222,12 @@ CHECK_WHEEL_WITHOUT_PACKAGE_FILE = (
     "keys at the top level of {name} in the package (it is then installed as {file}), or set them in the "
     "environment's or the machine's file."
 )
+CHECK_PACKAGE_FILE_NOT_THE_PROGRAMS = (
+    "{file} does not apply to {program}: the RECORD of the distribution that ships the program's module does not "
+    "list it, so it was copied into the installed package by hand or belongs to another distribution (a plugin, "
+    "or another user of a shared namespace package). Ship it in the app's own wheel, or set the keys in the "
+    "environment's or the machine's file."
+)
 REPORT_SOURCE_UNREAD = (
     "report --fail-for {policy}: {source} was not read ({problem}), so this can't be a clean verdict; exit status "
     "3.{hint}"

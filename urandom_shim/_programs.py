@@ -28,8 +28,9 @@ def find_module(module: str, path: "list[str]", installed: "Callable[[str], bool
     file system the way Python's path finder does for plain directories, without importing anything.
 
     For a package, the anchor is its directory, and ``package`` the directory whose package file applies to it, if
-    any (:func:`package_directory`); for a single-file module, the anchor is the directory holding it. (None, None)
-    when it is not found there: a zip, an import hook (some editable installs), or not installed."""
+    any (:func:`package_directory`); for a single-file module, the anchor is the directory holding it; for a module
+    in a namespace package without ``__init__.py``, the namespace's directory on the entry that holds the module.
+    (None, None) when it is not found there: a zip, an import hook (some editable installs), or not installed."""
     top = module.split(".")[0]
     if not top.isidentifier():
         return None, None
@@ -46,6 +47,18 @@ def find_module(module: str, path: "list[str]", installed: "Callable[[str], bool
                 return os.path.realpath(entry or os.getcwd()), None
         except (OSError, ValueError):  # an unreadable entry, or one with a NUL byte
             continue
+    # A namespace package without __init__.py (PEP 420), which Python merges from its portions on every entry: the
+    # entry whose portion holds the module's own file (newcomer review of issue 37).
+    if "." in module:
+        for entry in path:
+            if not isinstance(entry, str):
+                continue
+            try:
+                base = os.path.join(entry or os.getcwd(), top)
+                if os.path.isdir(base) and _module_file(entry or os.getcwd(), module) is not None:
+                    return os.path.realpath(base), package_directory(module, entry or os.getcwd(), installed)
+            except (OSError, ValueError):
+                continue
     return None, None
 
 

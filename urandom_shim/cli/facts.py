@@ -297,10 +297,24 @@ def wheel_without_settings(who: _sources.Invocation, settings: _policies.Setting
     if package is None or "-packages" not in package or settings.policy.source != "default":
         return None
     if os.path.exists(os.path.join(package, _programs.PACKAGE_FILE)):
-        return None
+        return None  # there is one: package_file_not_the_programs says why it doesn't apply
     return _messages.CHECK_WHEEL_WITHOUT_PACKAGE_FILE.format(
         package=package, file=os.path.join(package, _programs.PACKAGE_FILE), name=_programs.PACKAGE_FILE
     )
+
+
+def package_file_not_the_programs(who: _sources.Invocation) -> str | None:
+    """Why a package file in the program's installed package doesn't apply to it, when one is there and doesn't:
+    it is not in the RECORD of the distribution that ships the program's module (copied there by hand, or another
+    distribution's), or it is in a namespace package that another distribution's RECORD claims. Without this the
+    file is ignored without a word (newcomer review of issue 37)."""
+    anchor = who.anchor
+    if who.package is not None or anchor is None or "-packages" not in anchor:
+        return None
+    found = os.path.join(anchor, _programs.PACKAGE_FILE)
+    if not os.path.isfile(found):
+        return None
+    return _messages.CHECK_PACKAGE_FILE_NOT_THE_PROGRAMS.format(file=found, program=who.program or "this program")
 
 
 def events_file_state(path: str | None) -> str | None:
@@ -348,7 +362,9 @@ def check_facts(target: str | None) -> dict[str, Any]:
         "policy_source": settings.policy.source,
         "run_start": describe_run_start(settings),
         "events_file": events_file_state(settings.events.value),
-        "advice": [advice for advice in (wheel_without_settings(who, settings),) if advice],
+        "advice": [
+            advice for advice in (package_file_not_the_programs(who), wheel_without_settings(who, settings)) if advice
+        ],
         "problems": problems,
         "clean": not problems,
     }
