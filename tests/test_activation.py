@@ -459,10 +459,9 @@ def test_aliases_in_modules_frozen_by_gc_freeze_are_still_covered(shim: Venv, tm
 def test_stray_references_from_code_run_before_the_shim_are_covered_with_or_without_the_walk(
     shim: Venv, tmp_path: Path
 ) -> None:
-    """Issue 37: at start-up the collector's walk for stray references is skipped while only the standard library
-    has run (3.10+). A module of another .pth that keeps os.urandom in a list, a default argument and an object's
-    attribute brings the walk back, and each one raises under pep522; the standard library's own aliases, imported
-    by another .pth, are covered either way."""
+    """Issue 37's changes to the alias scan (modules found by name, aliases at C speed): a module of another .pth
+    that keeps os.urandom in a list, a default argument and an object's attribute, and the standard library's own
+    aliases imported by another .pth, each raise under pep522."""
     (tmp_path / "early_holder.py").write_text(
         "import os\nHELD = [os.urandom]\ndef read(n, rand=os.urandom):\n    return rand(n)\n"
         "class Box:\n    pass\nBOX = Box()\nBOX.rand = os.urandom\n"
@@ -513,8 +512,8 @@ for call in (lambda: token(), lambda: Box.rand(4), lambda: held["rand"](4)):
 
 def test_references_taken_before_a_late_site_run_are_covered(shim: Venv, tmp_path: Path) -> None:
     """Hostile review of issue 37: with ``python -S`` and ``site.main()`` later (or ``site.addsitedir()``, as
-    virtualenv's ``activate_this.py`` does), the program's own code ran before the shim: ``__main__`` holds
-    references, and the collector's walk must not be skipped."""
+    virtualenv's ``activate_this.py`` does), the program's own code ran before the shim, and ``__main__`` holds
+    references that must be covered."""
     done = shim.run("-S", "-c", LATE_SITE, env={"URANDOM_POLICY": "pep522", **UNREADY}, cwd=tmp_path)
     assert done.stdout == "raised\n" * 3, done.stdout + done.stderr
 
@@ -523,8 +522,8 @@ def test_a_module_named_like_the_standard_librarys_or_an_odd_sys_modules_key_doe
     shim: Venv, tmp_path: Path
 ) -> None:
     """Hostile review of issue 37: ``winreg`` is in ``sys.stdlib_module_names`` but not in this standard library,
-    so a ``winreg.py`` in site-packages is another .pth's module like any other; and a non-string key in
-    ``sys.modules`` must not switch the policy off."""
+    so a ``winreg.py`` in site-packages is another .pth's module like any other, whose references are covered; and
+    a non-string key in ``sys.modules`` must not switch the policy off."""
     (shim.site_packages / "winreg.py").write_text("import os\ndef token(rand=os.urandom):\n    return rand(4)\n")
     hook = shim.site_packages / "aaa_test_winreg.pth"
     hook.write_text(

@@ -64,7 +64,7 @@ class Engine:
 
     # -- install and undo ----------------------------------------------------------------------------------------
 
-    def engage(self, reseed_loaded_random: bool = True, at_start: bool = False) -> None:
+    def engage(self, reseed_loaded_random: bool = True) -> None:
         """Install the policy, unless the CRNG is already ready (then nothing needs changing). In report mode the
         wrappers go in under every policy, ``native`` included, to record what the policy would do.
 
@@ -75,11 +75,6 @@ class Engine:
 
         Every patched module stays watched while the policy is installed: a reload, or an import after
         ``del sys.modules[name]``, runs its code again, and the patch goes back on.
-
-        ``at_start``: the interpreter's start-up engages, before the program's own code ran. If nothing but the
-        standard library and the shim has run by then (:func:`_patching.only_the_standard_library_ran`), no
-        reference to os.urandom can be anywhere but in a module's namespace, and the collector's walk for stray
-        references is skipped (0.6 M instructions on 3.13, 1.5 M on 3.11; issue 37).
         """
         settings = self.settings
         if self.engaged or (settings.policy_value is NATIVE and not settings.reporting) or _readiness.is_ready():
@@ -91,13 +86,10 @@ class Engine:
         try:
             self._watch("posix", patch_os, reseed_loaded_random)
             self._watch("os", patch_os, reseed_loaded_random)
-            if at_start and _patching.only_the_standard_library_ran():
-                patch_all_loaded_aliases(self, patcher, None)
-            else:
-                holders = _patching.urandom_holders()
-                patch_all_loaded_aliases(self, patcher, holders)
-                _patching.patch_stray_references(patcher, self.os_urandom, holders)
-                del holders
+            holders = _patching.urandom_holders()
+            patch_all_loaded_aliases(self, patcher, holders)
+            _patching.patch_stray_references(patcher, self.os_urandom, holders)
+            del holders
             self._watch("random", patch_random, reseed_loaded_random)
             self._watch("secrets", patch_secrets, reseed_loaded_random)
             self._watch("urllib.request", patch_aliases, reseed_loaded_random)
@@ -391,12 +383,13 @@ def module_aliases(module: "ModuleType") -> "list[str]":
     # Identities first (no value's own __eq__ is ever called), found at the speed of C: `os` alone has about 300
     # names, and a loop over them in Python cost about 0.5 M instructions (issue 37). Then the exact test for the
     # few names that match.
-    items = list(found.items())  # one copy: names and values that belong together
-    if not items:
+    ids = _patching.urandom_ids
+    if ids.isdisjoint(map(id, list(found.values()))):  # nearly every module: no tuple of a name and value made
         return []
+    items = list(found.items())  # one copy: names and values that belong together
     names, values = zip(*items)
     identities = list(map(id, values))
-    matched = _patching.urandom_ids.intersection(identities)
+    matched = ids.intersection(identities)
     if not matched:
         return []
     places = []
@@ -433,22 +426,28 @@ def patch_aliases(engine: "Engine", patcher: "Patcher", module: "ModuleType") ->
             patcher.set(module, name, urandom_wrapper(engine, NATIVE_URANDOM, f"{mod_name}.{name}"))
 
 
-def patch_all_loaded_aliases(engine: "Engine", patcher: "Patcher", holders: "list[object] | None") -> None:
+def patch_all_loaded_aliases(engine: "Engine", patcher: "Patcher", holders: "list[object]") -> None:
     """Cover aliases held by modules imported before the shim engaged (another ``.pth``, a sitecustomize).
 
     ``holders`` are the containers that refer to os.urandom or a wrapper of it (:func:`_patching.urandom_holders`):
-    only the modules whose namespace is one of them are scanned. None: every loaded module is (each one's values
-    tested by identity at the speed of C first). Scanning every value of every loaded module cost
+    only the modules whose namespace is one of them are scanned. Scanning every value of every loaded module cost
     about 2.7 M instructions on an unready start (issue 30); the garbage collector's walk is shared with
     :func:`_patching.patch_stray_references`."""
     import gc
 
     # The walk doesn't see what gc.freeze() moved to the permanent generation (a pre-fork server's modules, say):
     # then every module is scanned, as before the walk was shared.
-    everything = holders is None or gc.get_freeze_count()
-    for module in list(sys.modules.values()) if everything else _patching.holding_modules(holders or []):
-        if namespace(module) is None:
-            continue
+    if gc.get_freeze_count():
+        # Every module, each one's values tested here by identity at the speed of C first.
+        ids = _patching.urandom_ids
+        modules = []
+        for module in list(sys.modules.values()):
+            found = namespace(module)
+            if found is not None and not ids.isdisjoint(map(id, list(found.values()))):
+                modules.append(module)
+    else:
+        modules = _patching.holding_modules(holders)
+    for module in modules:
         try:
             patch_aliases(engine, patcher, module)
         except Exception as exc:  # noqa: BLE001 - one odd module must not stop the others from being covered
@@ -531,7 +530,7 @@ def start_unready() -> None:
             emit(problem)
     _hooks.add_wait_for_system_rng()
     state.engine = engine = Engine(settings)
-    engine.engage(at_start=True)
+    engine.engage()
 
 
 # -- the runtime API ---------------------------------------------------------------------------------------------------

@@ -248,61 +248,25 @@ def urandom_holders() -> "list[object]":
     return [holder for holder in gc.get_referrers(*targets) if holder is not targets]
 
 
-def only_the_standard_library_ran() -> bool:
-    """Whether every loaded module is the standard library's or the shim's: built into the interpreter, frozen, or
-    loaded from the standard library's own directory (not a ``site-packages`` or ``dist-packages`` under it), and a
-    ``__main__`` that holds nothing yet. Then, at start-up, no reference to os.urandom can be outside a module's
-    namespace: the standard library keeps its aliases in module namespaces (``random._urandom``,
-    ``urllib.request._randombytes``) and nowhere else. False as soon as anything else is loaded (another ``.pth``'s
-    module, such as ``_distutils_hack``; a module of the program, when ``site`` runs late), and at any doubt. What
-    this can't see is a reference that an import line of another ``.pth`` file stores in a container without
-    loading a module of its own (``import os; os.stash = [os.urandom]``): it keeps the interpreter's behaviour,
-    which waits."""
-    try:
-        stdlib = getattr(sys, "_stdlib_dir", None) or os.path.dirname(os.__file__)
-        ours = os.path.dirname(__file__)
-        prefix, own_prefix = stdlib + os.sep, ours + os.sep
-        boot = os.path.join(os.path.dirname(ours), "_urandom_shim_boot.py")
-        for name, module in list(sys.modules.items()):
-            found = namespace(module)
-            if type(name) is not str or found is None:
-                return False
-            file = found.get("__file__")
-            if type(file) is str:
-                if file.startswith(own_prefix) or file == boot:
-                    continue
-                if not file.startswith(prefix) or "-packages" in file[len(prefix) :]:
-                    return False
-            elif file is not None:
-                return False
-            elif name == "__main__":
-                if not all(type(key) is str and key[:2] == key[-2:] == "__" for key in found):
-                    return False
-            elif name not in sys.builtin_module_names and (
-                getattr(found.get("__spec__"), "origin", None) not in ("built-in", "frozen")
-            ):
-                return False
-        return True
-    except Exception:  # noqa: BLE001 - any doubt: walk
-        return False
-
-
 def holding_modules(holders: "list[object]") -> "list[ModuleType]":
     """The loaded modules whose namespace is one of ``holders`` (:func:`urandom_holders`). Each dict holder that
     has a ``__name__``, as every module's namespace has, is looked up by it in ``sys.modules``: a few lookups, where
     a loop over every loaded module cost about 0.5 M instructions an unready start (issue 37). Only if one isn't
-    found that way (a module registered under another name, or an object's attributes that hold a ``__name__``)
-    is every loaded module looked at, as before. A dict without ``__name__`` (an object's attributes, a class's
-    namespace) is no module's: :func:`patch_stray_references` covers it."""
+    found that way (a module registered under another name) is every loaded module looked at, as before. A dict
+    without ``__name__`` (an object's attributes, a class's namespace) is no module's, nor is one whose name's
+    module has another namespace: :func:`patch_stray_references` covers them."""
     dicts = [holder for holder in holders if type(holder) is dict and "__name__" in holder]
     found: list[ModuleType] = []
     modules = sys.modules
     for holder in dicts:
         name = holder["__name__"]
         module = modules.get(name) if type(name) is str else None
-        if module is None or namespace(module) is not holder:
-            break
-        found.append(module)
+        if module is None:
+            break  # registered under another name, perhaps: look at every module
+        if namespace(module) is holder:
+            found.append(module)
+        # Otherwise a dict that is not the namespace of the module of its name: a copy the interpreter keeps of a
+        # built-in module's namespace (3.8's posix), or an object's attributes. patch_stray_references covers it.
     else:
         return found
     wanted = {id(holder) for holder in dicts}
