@@ -356,8 +356,8 @@ def config_rows(venv: Venv, tmp: Path) -> None:
         out = subprocess.run([venv.python, *args], capture_output=True, text=True, env=clean_env({**unready, **env}))
         if out.returncode != 0 or out.stderr:
             raise SystemExit(f"{label}: {out.stderr}")
-        shim = instructions(venv, args, {**unready, **env}, "on")
-        bare = instructions(venv, args, {}, "off")
+        shim = instructions(venv, args, {**unready, **env, **SEEDED}, "on")  # the same hash seed on both sides
+        bare = instructions(venv, args, SEEDED, "off")
         os.chdir(tmp)
         if env_file.exists():
             env_file.unlink()

@@ -83,7 +83,8 @@ def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
     # that start runs from their bytecode caches directly, at a fraction of what the import system's general path
     # costs (about 0.3 M instructions a module, 2.2 M for these eleven on 3.11; see
     # docs/explanation/design-decisions.md). The modules a start needs only sometimes (the TOML reader, _programs)
-    # are left to the import system: loading them here would cost the starts that don't.
+    # are loaded by _sources when it needs them, through this function: loading them here would cost the starts
+    # that don't.
     # Each module is made as the import system makes it (spec, loader, file and cache attributes, the "import"
     # audit event), from the same cache the import system would read, and only while that cache is exactly the
     # one it would accept (magic number, a timestamp cache whose recorded time and size match the source). At the

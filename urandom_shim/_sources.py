@@ -86,7 +86,19 @@ class Layer:
         self.problems: list[str] = []
 
 
+def _sibling(name: str) -> None:
+    """Load the package's module ``name`` from its bytecode cache, as the unready start's other modules are
+    (:func:`urandom_shim._load`), before ``from . import`` takes it: for the modules a start needs only sometimes.
+    The package is reached through ``sys.modules``, where it always is by now, so that this module does not import
+    the package it is part of."""
+    package = sys.modules.get(__package__ or "")
+    load = getattr(package, "_load", None)
+    if load is not None and f"{__package__}.{name}" not in sys.modules:
+        load((name,))
+
+
 def _loads(text: str) -> "dict[str, Any]":
+    _sibling("_toml")
     from . import _toml  # plain TOML without importing tomllib; None for anything else, which tomllib decides
 
     fast = _toml.loads(text)
@@ -383,6 +395,7 @@ def _invocation(argv: object = None) -> "Invocation":
     if not isinstance(first, str):
         return Invocation(cwd, None, _messages.ARGV0_NOT_A_STRING.format(first=first, cwd=cwd))
     if first == "-m":
+        _sibling("_programs")
         from . import _programs
 
         module = _programs.module_from_command_line()
@@ -403,6 +416,7 @@ def _invocation(argv: object = None) -> "Invocation":
             _messages.ARGV0_MISSING.format(first=first, dirname=os.path.dirname(script)),
             rule=_messages.RULE_SCRIPT,
         )
+    _sibling("_programs")
     from . import _programs
 
     target = _programs.launcher_target(script)
@@ -540,6 +554,7 @@ def _our_tables_only(data: bytes) -> "dict[str, Any] | None":
     :func:`_toml.our_tables` is certain of them and the fast reader of the result (an empty one when the text
     certainly holds neither our table nor a near miss); None otherwise (the whole document is read then). A 7.6 KB
     pyproject cost an unready start about 4 M instructions read in full, and about 0.3 M this way (issue 30)."""
+    _sibling("_toml")
     from . import _toml
 
     try:
