@@ -500,17 +500,24 @@ def fabricate(site: Path, name: str, lines: int, tag: str) -> None:
     rng = random.Random(name)
     info = site / f"{name}-1.0.dist-info"
     info.mkdir()
-    files = {
-        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\nSummary: A fabricated distribution.\n",
-        "WHEEL": "Wheel-Version: 1.0\nGenerator: bench.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        "INSTALLER": "pip\n",
-        "top_level.txt": f"{name}\n",
-    }
     record = _record_lines(name, lines, rng, tag)
     for line in [line for line in record if not line.endswith(",,")][:4]:
         path = site / line.split(",")[0]
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text("")
+    _write_metadata(info, name, {}, record)
+
+
+def _write_metadata(info: Path, name: str, extra: dict[str, str], record: list[str]) -> None:
+    """A distribution's metadata files as pip leaves them (``extra`` beside the usual ones), each added to
+    ``record``, and the RECORD itself, with pip's line ends."""
+    files = {
+        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
+        "WHEEL": "Wheel-Version: 1.0\nGenerator: bench.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        "INSTALLER": "pip\n",
+        **extra,
+        "top_level.txt": f"{name}\n",
+    }
     for file, text in files.items():
         (info / file).write_text(text)
         record.append(f"{info.name}/{file},{_digest(text)},{len(text)}")
@@ -532,13 +539,7 @@ def install_app(venv: Venv, name: str, tag: str) -> Path:
     }
     info = site / f"{name}-1.0.dist-info"
     info.mkdir()
-    meta = {
-        "METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n",
-        "WHEEL": "Wheel-Version: 1.0\nGenerator: bench.py\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        "INSTALLER": "pip\n",
-        "entry_points.txt": f"[console_scripts]\n{name} = {name}.cli:main\n",
-        "top_level.txt": f"{name}\n",
-    }
+    entry_points = {"entry_points.txt": f"[console_scripts]\n{name} = {name}.cli:main\n"}
     launcher = LAUNCHER.format(python=venv.python, name=name)
     script.write_text(launcher)
     script.chmod(0o755)
@@ -548,11 +549,7 @@ def install_app(venv: Venv, name: str, tag: str) -> Path:
         record.append(f"{name}/{file},{_digest(text)},{len(text)}")
         if file.endswith(".py"):
             record.append(f"{name}/__pycache__/{file[:-3]}.{tag}.pyc,,")
-    for file, text in meta.items():
-        (info / file).write_text(text)
-        record.append(f"{info.name}/{file},{_digest(text)},{len(text)}")
-    record.append(f"{info.name}/RECORD,,")
-    (info / "RECORD").write_bytes("".join(line + "\r\n" for line in record).encode())
+    _write_metadata(info, name, entry_points, record)
     return script
 
 
