@@ -398,6 +398,9 @@ def _defines_tool(text: str) -> bool:
     table's header go through a value, and ``tool.urandom-shim.policy = ...`` would hold our table elsewhere."""
     found = text.find("tool")
     while found >= 0:
+        if found and text[found - 1] not in " \t\n\"'":  # "[tool." or another word: not a line's first key
+            found = text.find("tool", found + 4)
+            continue
         start, end = _line_around(text, found)
         after = text[found + 4 : end].lstrip(" \t\"'")
         if text[start:found].strip(" \t") in ("", '"', "'") and after[:1] in ("=", "."):
