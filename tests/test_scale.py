@@ -401,3 +401,23 @@ def test_a_name_that_lowering_lengthens_doesnt_hide_the_apps_distribution(
     ]
     listing.insert(0, "new\nline-1.0.dist-info")  # a name with a newline in it must not shift the others either
     assert _programs._named_after("/nowhere", "zzapp") == [["ZZApp-2.0.dist-info", "zzapp-1.0.dist-info"]]
+
+
+def test_modules_loaded_from_caches_compiled_elsewhere_know_where_they_are(shim: Venv, tmp_path: Path) -> None:
+    """Caught by the real-kernel boots of issue 37: a cache keeps the path its source had when it was compiled (the
+    guest images compile in a build directory, then move the files). The import system writes the real path into
+    the code; the loader must too, or the events name the shim's own frames as the caller."""
+    import shutil
+    import subprocess
+
+    moved = tmp_path / "elsewhere"
+    moved.mkdir()
+    shutil.copytree(shim.site_packages / "urandom_shim", moved / "urandom_shim")  # caches and times kept
+    shutil.copy2(shim.site_packages / "_urandom_shim_boot.py", moved)
+    env = clean_env({"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": "unready-forever", "PYTHONPATH": str(moved)})
+    code = "import _urandom_shim_boot, os\ntry:\n    os.urandom(1)\nexcept BlockingIOError:\n    print('raised')\n"
+    done = subprocess.run(
+        [str(shim.python), "-S", "-B", "-c", code], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert done.stdout == "raised\n", done.stdout + done.stderr
+    assert "urandom-shim: os.urandom(1) called from <string>:" in done.stderr, done.stderr

@@ -94,6 +94,7 @@ def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
     try:
         import _frozen_importlib as bootstrap
         import _frozen_importlib_external as external
+        import _imp
         import marshal
         import os
         from _io import open_code
@@ -124,6 +125,10 @@ def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
             ):
                 return
             code = marshal.loads(memoryview(data)[16:])
+            # The cache records the path its source had when it was compiled (a build directory, another
+            # prefix); the import system puts the real one in every code object, and so must this: the events
+            # tell the shim's own frames from the caller's by it.
+            _imp._fix_co_filename(code, source)  # type: ignore[attr-defined]  # private, 3.8 to 3.15
             loader = external.SourceFileLoader(full, source)
             spec = bootstrap.ModuleSpec(full, loader, origin=source)
             spec.cached = cached
