@@ -395,21 +395,17 @@ def _line_around(text: str, index: int) -> "tuple[int, int]":
 
 def _defines_tool(text: str) -> bool:
     """Whether a line starts with the key ``tool`` (bare or quoted, alone or dotted): ``tool = 1`` would make our
-    table's header go through a value, and ``tool.urandom-shim.policy = ...`` would hold our table elsewhere.
-
-    Searched in the text without its spaces and tabs, where such a line starts ``tool``, ``"tool`` or ``'tool``
-    right after a newline: a few searches at the speed of C, where looking at the line of every ``tool`` (each
-    ``[tool.*]`` header has one) cost a 7.6 KB pyproject about 150 steps in Python (issue 37). Squeezing can only
-    add a match (``too l = 1``), which reads the whole document: never a wrong answer."""
-    squeezed = "\n" + text.replace(" ", "").replace("\t", "")
-    for prefix in ("\ntool", '\n"tool', "\n'tool"):
-        found = squeezed.find(prefix)
-        while found >= 0:
-            after = found + len(prefix)
-            end = squeezed.find("\n", after)
-            if squeezed[after : end if end >= 0 else None].lstrip("\"'")[:1] in ("=", "."):
-                return True
-            found = squeezed.find(prefix, after)
+    table's header go through a value, and ``tool.urandom-shim.policy = ...`` would hold our table elsewhere."""
+    found = text.find("tool")
+    while found >= 0:
+        if found and text[found - 1] not in " \t\n\"'":  # "[tool." or another word: not a line's first key
+            found = text.find("tool", found + 4)
+            continue
+        start, end = _line_around(text, found)
+        after = text[found + 4 : end].lstrip(" \t\"'")
+        if text[start:found].strip(" \t") in ("", '"', "'") and after[:1] in ("=", "."):
+            return True
+        found = text.find("tool", end)
     return False
 
 
