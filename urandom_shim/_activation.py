@@ -520,16 +520,27 @@ def start_unready() -> None:
         from . import _hashseed  # only then: a module costs about 0.4 M instructions to import
 
         _hashseed.take_out()
-    _simulation.current()  # report a bad simulation spec, and pin a relative window, before anything else
+    # A subinterpreter follows what its main interpreter resolved at start-up (_config.publish): not the directory the
+    # process is in now, and without a second set of problem lines.
+    followed = _config.followed()
+    _simulation.current(report=followed is None)  # report a bad spec, and pin a relative window, before anything else
     if _readiness.is_ready():  # e.g. a simulated window that has already closed
         _hooks.add_wait_for_system_rng()
+        if followed is None:
+            _config.publish(None)
         return
-    settings, problems = _config.resolve()
-    if not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself (urandom_shim.cli.main)
+    problems: list[str] = []
+    if isinstance(followed, Settings):
+        settings = followed
+    else:
+        settings, problems = _config.resolve()
+    if followed is None and not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself
         for problem in bounded(problems):
             emit(problem)
     _hooks.add_wait_for_system_rng()
     state.engine = engine = Engine(settings)
+    if followed is None:
+        _config.publish(settings)
     engine.engage()
 
 

@@ -62,6 +62,7 @@ ENV_WAIT_BOUND = "URANDOM_SHIM_WAIT_BOUND"  # read by urandom_shim._simulation, 
 ENV_DEBUG = "URANDOM_SHIM_DEBUG"
 ENV_HASHSEED = "URANDOM_SHIM_HASHSEED"  # urandom_shim._hashseed's mark
 ENV_LAUNCHER = "URANDOM_SHIM_LAUNCHER"  # set by bin/urandom-shim for the command line's own interpreter
+ENV_SHARED = "URANDOM_SHIM_INTERPRETERS"  # the main interpreter's settings, for its subinterpreters (below)
 
 
 class InvalidValue(ValueError):
@@ -706,3 +707,129 @@ def glob_matches(pattern: str, name: str) -> bool:
             return False
         position = found + len(piece)
     return True
+
+
+# -- one process, one policy: what a subinterpreter follows (issue 36) -------------------------------------------------
+#
+# Every interpreter of a process runs `site`, so our .pth, so start-up: a subinterpreter made by
+# concurrent.interpreters, InterpreterPoolExecutor, _interpreters or _xxsubinterpreters would resolve the configuration
+# again, from the directory the process is in when it makes it (a daemon chdir()s to /) and from its own sys.argv.
+# So the main interpreter, at an unready start, leaves what it saw and resolved where every interpreter of the process
+# can read it and nothing else is shared: the C library's environment, with os.putenv() alone (the main
+# interpreter's os.environ never shows it). Each interpreter builds its os.environ from that environment when it
+# starts, and a subinterpreter whose process id is the one written there follows it: the same settings with the same
+# sources, no second resolution and no second set of problem lines; and anything it resolves later (activate(),
+# current_settings()) starts from the main interpreter's sys.argv and directory. A child process inherits the variable
+# (exec keeps the environment) but has another process id, or is a main interpreter: it never follows it, and takes
+# it out of its environment. A forked child writes it again under its own id (os.register_at_fork).
+#
+# The value: "PID:" then strings, each as "LENGTH:TEXT": the main interpreter's directory at start-up ("" if it had
+# none), the number of its sys.argv's strings ("-" if sys.argv was not a list of strings) and those strings, then,
+# if it engaged settings, for each in Settings.NAMES its value (a type letter, then text) and its source.
+
+#: What this interpreter published, if it did, without the process id; or None.
+_published: "str | None" = None
+
+
+def publish(settings: "Settings | None") -> None:
+    """In the main interpreter at an unready start: leave what it saw and resolved (``settings``, or None if it
+    engaged nothing) for its subinterpreters. Never raises."""
+    global _published
+    try:
+        argv, cwd = getattr(sys, "_urandom_shim_invocation", (None, None))
+        strings = [cwd if isinstance(cwd, str) else ""]
+        if isinstance(argv, list) and all(isinstance(a, str) for a in argv):
+            strings += [str(len(argv)), *argv]
+        else:
+            strings.append("-")
+        if settings is not None:
+            for name in Settings.NAMES:
+                setting = getattr(settings, name)
+                value = setting.value
+                if isinstance(value, Policy):
+                    strings.append(f"p{value.name}")
+                elif value is None:
+                    strings.append("n")
+                elif isinstance(value, float):
+                    strings.append(f"f{value!r}")
+                else:
+                    strings.append(f"s{value}")
+                strings.append(setting.source)
+        first = _published is None
+        _published = "".join([f"{len(text)}:{text}" for text in strings])
+        _republish()
+        if first:
+            os.register_at_fork(after_in_child=_republish)
+    except Exception:  # noqa: BLE001 - (a NUL in a path, say) subinterpreters then resolve for themselves
+        pass
+
+
+def _republish() -> None:
+    try:
+        os.putenv(ENV_SHARED, f"{os.getpid()}:{_published}")
+    except Exception:  # noqa: BLE001 - never break a fork
+        pass
+
+
+def followed(environ: "Mapping[str, str] | None" = None) -> "Settings | bool | None":
+    """What this interpreter follows: the main interpreter's settings (a subinterpreter of a process whose main
+    interpreter engaged them), True (a subinterpreter whose main interpreter engaged nothing), or None (a main
+    interpreter, another process's value, or none: resolve as usual). A subinterpreter also takes the main
+    interpreter's invocation as its own. A value no interpreter of this process wrote is taken out of the
+    environment."""
+    environ = os.environ if environ is None else environ
+    text = environ.get(ENV_SHARED)
+    if text is None or _published is not None:  # none, or this interpreter's own
+        return None
+    pid, colon, payload = text.partition(":")
+    sub = _subinterpreter() if colon and pid == str(os.getpid()) else False
+    if sub is False:
+        environ.pop(ENV_SHARED, None)  # type: ignore[attr-defined]
+        return None
+    if sub is None:
+        return None
+    try:
+        strings = []
+        position = 0
+        while position < len(payload):
+            colon_at = payload.index(":", position)
+            end = colon_at + 1 + int(payload[position:colon_at])
+            strings.append(payload[colon_at + 1 : end])
+            position = end
+        cwd = strings[0] or None
+        if strings[1] == "-":
+            argv: list[str] | None = None
+            rest = strings[2:]
+        else:
+            count = int(strings[1])
+            argv, rest = strings[2 : 2 + count], strings[2 + count :]
+        sys._urandom_shim_invocation = (argv, cwd)  # type: ignore[attr-defined]
+        if not rest:
+            return True
+        values = {}
+        for index, name in enumerate(Settings.NAMES):
+            kind, text = rest[2 * index][:1], rest[2 * index][1:]
+            value: object = (
+                BY_NAME[text] if kind == "p" else None if kind == "n" else float(text) if kind == "f" else text
+            )
+            values[name] = Setting(value, rest[2 * index + 1])
+        return Settings(**values)  # type: ignore[arg-type]
+    except Exception:  # noqa: BLE001 - unreadable: resolve as usual
+        return None
+
+
+def _subinterpreter() -> "bool | None":
+    """Whether this is a subinterpreter of its process: True, False, or None if it can't be known."""
+    for name in ("_interpreters", "_xxsubinterpreters"):  # 3.13+; 3.8 to 3.12
+        try:
+            module = __import__(name)
+        except ImportError:
+            continue
+        try:
+            current, main = module.get_current(), module.get_main()
+            if type(current) is tuple:  # 3.13+: (id, whence)
+                current, main = current[0], main[0]
+            return int(current) != int(main)
+        except Exception:  # noqa: BLE001
+            return None
+    return None  # no module to tell: an embedding's subinterpreter (C API) may be one

@@ -62,6 +62,9 @@ def current_settings() -> "Settings":
         settings: Settings = engine.settings
         return settings
 
+    followed = _config.followed()  # a subinterpreter: what its main interpreter resolved at start-up
+    if followed is not None and not isinstance(followed, bool):
+        return followed
     settings, _problems = _config.resolve()
     return settings
 

@@ -141,8 +141,9 @@ def problem(spec: str, exc: "InvalidSimulation") -> str:
     return _messages.BAD_SIMULATION.format(env=ENV, spec=spec, exc=exc)
 
 
-def current() -> "Simulation | None":
-    """The simulation this process is under, read from the environment once. Bad values are reported and ignored."""
+def current(report: bool = True) -> "Simulation | None":
+    """The simulation this process is under, read from the environment once. Bad values are reported (unless not
+    ``report``: a subinterpreter's main interpreter has reported them) and ignored."""
     if _state.simulation is UNREAD:
         _state.simulation = None
         spec = os.environ.get(ENV)
@@ -152,7 +153,8 @@ def current() -> "Simulation | None":
             except InvalidSimulation as exc:
                 from ._messages import emit
 
-                emit(problem(spec, exc))
+                if report:
+                    emit(problem(spec, exc))
             else:
                 if sim.spec != spec:  # pin a relative window so that children share this process's deadline
                     os.environ[ENV] = sim.spec
