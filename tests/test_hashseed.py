@@ -356,3 +356,65 @@ def test_an_interpreter_outside_a_venv_is_asked_without_waiting_and_gets_its_see
     proc = start([cli(shim), "run", "--policy", "legacy", "--", str(python), "-c", REPORT], env)
     ended, out, err = finishes_while_unready(proc, flag)
     assert ended and json.loads(out)["seed"] is not None, (out, err)
+
+
+# -- the decision, in process: a venv laid out by hand around this interpreter ---------------------------------------
+
+
+def fake_venv(root: Path) -> tuple[Path, Path]:
+    """A venv's files around this very interpreter (a symlink to it), as `python -m venv` lays them out: its
+    interpreter and its site-packages."""
+    import os
+    import sys
+
+    real = os.path.realpath(sys.executable)
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python").symlink_to(real)
+    (root / "pyvenv.cfg").write_text(f"home = {os.path.dirname(real)}\nversion = {version}.0\n")
+    site = root / "lib" / f"python{version}" / "site-packages"
+    site.mkdir(parents=True)
+    return root / "bin" / "python", site
+
+
+@pytest.fixture
+def unready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unready kernel, and `run`'s bootstrap, as a wheel ships it (a source checkout has none)."""
+    from urandom_shim import _readiness
+    from urandom_shim.cli import launch
+
+    monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: "/nonexistent/_bootstrap")
+
+
+@pytest.mark.usefixtures("unready")
+def test_an_editable_checkout_that_a_pth_path_line_adds_is_where_the_module_is(tmp_path: Path) -> None:
+    """pip's and hatchling's editable installs of a src layout add the checkout's directory with a path line in a
+    `.pth` file: the command's module is found there, and its project decides the seed."""
+    from urandom_shim.cli import launch
+
+    python, site = fake_venv(tmp_path / "venv")
+    checkout = tmp_path / "checkout"
+    (checkout / "src" / "edapp").mkdir(parents=True)
+    (checkout / "src" / "edapp" / "__init__.py").write_text("")
+    (site / "_edapp.pth").write_text(f"import os\n{checkout / 'src'}\n")
+    (tmp_path / "venv" / "urandom-shim.toml").write_text('policy = "legacy"\n')
+    command = [str(python), "-m", "edapp"]
+    assert launch.start_without_waiting(command, {"PATH": ""}) is True
+    (checkout / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    assert launch.start_without_waiting(command, {"PATH": ""}) is False
+
+
+@pytest.mark.usefixtures("unready")
+def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urandom_shim.cli import launch
+
+    python, site = fake_venv(tmp_path / "venv")
+    env = {"PATH": "", "URANDOM_POLICY": "legacy"}
+    assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is True
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: None)
+    assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is False
+    (site / "urandom_shim.pth").write_text("import _urandom_shim_boot\n")
+    assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is True

@@ -19,21 +19,8 @@ from .. import _hashseed, _messages, _programs, _sources
 
 #: How long ``run`` waits for an interpreter to describe itself (it starts without reading anything).
 ASK_TIMEOUT = 10.0
-#: What an interpreter started with ``-S`` runs to describe itself, NUL-separated: its version, its ``sys.prefix``,
-#: then its ``sys.path`` without the ``-c`` entry (``P``), the site directories ``site`` would add (``S``) and the
-#: user's, if ``site`` would add it (``U``). Python 2 parses it too, and stops after the version.
-ASK_CODE = """\
-import sys
-v = sys.version_info
-out = ['%d.%d' % (v[0], v[1]), sys.prefix]
-if v >= (3, 8):
-    import site
-    path = sys.path[1:] if sys.path[:1] == [''] else sys.path
-    out += ['P' + p for p in path] + ['S' + p for p in site.getsitepackages([sys.base_prefix])]
-    if site.check_enableusersite():
-        out.append('U' + site.getusersitepackages())
-sys.stdout.write('\\0'.join(out))
-"""
+#: What the interpreter runs to describe itself, with ``-S``: never imported.
+DESCRIBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_describe.py")
 #: The ``.pth`` file of urandom-shim: the shim starts when ``site`` reaches it, with the entries added so far.
 OUR_PTH = "urandom_shim.pth"
 
@@ -150,7 +137,7 @@ def _ask(interpreter: str, env: dict[str, str], venv_prefix: str | None) -> Targ
 
     try:
         result = subprocess.run(
-            [interpreter, "-S", "-c", ASK_CODE],
+            [interpreter, "-S", DESCRIBE],
             env={**env, _hashseed.VARIABLE: "0"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
