@@ -232,3 +232,189 @@ def test_status_and_check_say_what_run_does_for_a_start(shim: Venv) -> None:
         status = subprocess.run([cli(shim), "status", "--json"], capture_output=True, text=True, timeout=60,
                                 env=clean_env({"URANDOM_POLICY": policy}))  # fmt: skip
         assert says in json.loads(status.stdout)["run_start"]
+
+
+# -- issue 36: the seed is decided from what the command's own interpreter will resolve ------------------------------
+
+
+def new_venv(python: Path, path: Path) -> Venv:
+    """A venv of ``python`` of its own, without pip and without the shim (``run``'s bootstrap starts it there)."""
+    if not path.exists():
+        subprocess.run([str(python), "-m", "venv", "--without-pip", str(path)], check=True, capture_output=True)
+    return Venv(path)
+
+
+def other_venv(python: Path, tmp_path: Path, package: str, environment: str) -> tuple[Venv, Path]:
+    """A venv without the shim holding an app package ``app`` whose ``urandom-shim.toml`` says ``policy =
+    package``, with ``policy = environment`` in the venv's own file, and a console script ``app-report`` of pip's
+    shape that runs the app: ``run``'s own sys.path has no ``app``."""
+    venv = new_venv(python, tmp_path / "other")
+    app = venv.site_packages / "app"
+    app.mkdir(exist_ok=True)
+    (app / "__init__.py").write_text("")
+    (app / "__main__.py").write_text(REPORT)
+    (app / "cli.py").write_text(
+        "def main():\n    exec(compile(open(__file__.replace('cli.py', '__main__.py')).read(), 'app', 'exec'), {})\n"
+    )
+    (app / "urandom-shim.toml").write_text(f'policy = "{package}"\n')
+    (venv.path / "urandom-shim.toml").write_text(f'policy = "{environment}"\n')
+    launcher = venv.path / "bin" / "app-report"
+    launcher.write_text(
+        f"#!{venv.python}\nimport sys\nfrom app.cli import main\nif __name__ == '__main__':\n    sys.exit(main())\n"
+    )
+    launcher.chmod(0o755)
+    return venv, launcher
+
+
+@pytest.mark.parametrize("how", ["-m", "console script"])
+def test_run_decides_the_seed_from_the_package_file_the_command_will_resolve(
+    shim: Venv, python: Path, kernel: tuple[dict[str, str], Path], tmp_path: Path, how: str
+) -> None:
+    """Issue 36: `run -- python -m app` and a console script of another venv found no package (run looked from the
+    current directory, and on its own sys.path), so the venv's `legacy` gave a weak seed that the package's `pep522`
+    forbids; and the package's `legacy` over the venv's `pep524` gave none."""
+    env, flag = kernel
+    for package, environment, seeded in (("pep522", "legacy", False), ("legacy", "pep524", True)):
+        venv, launcher = other_venv(python, tmp_path, package, environment)
+        command = [str(venv.python), "-m", "app"] if how == "-m" else [str(launcher)]
+        flag.touch()
+        proc = start([cli(shim), "run", "--", *command], env, cwd=tmp_path)
+        ended, out, err = finishes_while_unready(proc, flag, within=20 if seeded else 1.0)
+        report = json.loads(out)
+        assert ended is seeded and (report["seed"] is not None) is seeded, (package, environment, report, err)
+        assert "urandom-shim" not in err, err
+
+
+def test_run_gives_no_seed_for_a_project_it_can_see_only_on_the_commands_path_unless_it_finds_it(
+    shim: Venv, python: Path, kernel: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """The project of `-m`: the pyproject above the package, on the command's PYTHONPATH, not the current
+    directory's; and a module run can't find gets no seed, and one line that says why."""
+    env, flag = kernel
+    venv, _launcher = other_venv(python, tmp_path, "legacy", "legacy")
+    project = tmp_path / "proj"
+    (project / "src" / "tool").mkdir(parents=True)
+    (project / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    (project / "src" / "tool" / "__init__.py").write_text("")
+    (project / "src" / "tool" / "__main__.py").write_text(REPORT)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = start([cli(shim), "run", "--", str(venv.python), "-m", "tool"],
+                 {**env, "PYTHONPATH": str(project / "src")}, cwd=elsewhere)  # fmt: skip
+    ended, out, err = finishes_while_unready(proc, flag, within=1.0)
+    assert not ended and json.loads(out)["seed"] is None, (out, err)
+    flag.touch()
+    proc = start([cli(shim), "run", "--", str(venv.python), "-m", "nowhere_to_be_found"], env, cwd=elsewhere)
+    _ended, out, err = finishes_while_unready(proc, flag, within=20)
+    ours = [line for line in err.splitlines() if line.startswith("urandom-shim:")]
+    assert len(ours) == 1 and "gets no hash seed" in ours[0] and "nowhere_to_be_found is not in a directory" in ours[0]
+
+
+def report_of(command: list[str], env: dict[str, str], flag: Path) -> tuple[bool, dict[str, Any], str]:
+    ended, out, err = finishes_while_unready(start(command, {**env, "CHILD": "1"}), flag, within=1.0)
+    return ended, json.loads(out), err
+
+
+@pytest.mark.parametrize("kind", ["URANDOM_SHIM_DISABLE=1", "-S", "-E", "-I"])
+def test_no_seed_to_an_interpreter_whose_shim_would_not_take_it_out(
+    shim: Venv, kernel: tuple[dict[str, str], Path], kind: str
+) -> None:
+    """Issue 36: under the kill switch no shim starts to take the seed out of the environment, so every Python
+    child of the program inherited the weak seed; -S runs no site, and -E and -I ignore the seed but pass it on."""
+    env, flag = kernel
+    options = [] if kind.startswith("URANDOM") else [kind]
+    extra = {"URANDOM_SHIM_DISABLE": "1"} if not options else {}
+    command = [cli(shim), "run", "--policy", "legacy", "--", str(shim.python), *options, "-c", REPORT]
+    _ended, report, err = report_of(command, {**env, **extra}, flag)
+    assert report["seed"] is None and report["child"][:2] == [None, None], (report, err)
+    assert report["child"][2] == 1
+
+
+@pytest.mark.parametrize("line", ["version = 3.7.17", "version_info = 2.7.18.final.0"])
+def test_no_seed_to_a_python_before_3_8(
+    shim: Venv, python: Path, kernel: tuple[dict[str, str], Path], tmp_path: Path, line: str
+) -> None:
+    """Issue 36: Python 3.7 and 2.7 run no shim, so they keep the seed for their children. The venv says which
+    Python it is in its pyvenv.cfg (venv's `version`, virtualenv's and uv's `version_info`); this one is a real venv
+    whose pyvenv.cfg says 3.7 or 2.7, since neither is installed here, so `run` must decide without starting it."""
+    env, flag = kernel
+    venv = new_venv(python, tmp_path / "old")
+    config = venv.path / "pyvenv.cfg"
+    kept = [kept for kept in config.read_text().splitlines() if not kept.startswith("version")]
+    config.write_text("\n".join([*kept, line]) + "\n")
+    command = [cli(shim), "run", "--policy", "legacy", "--", str(venv.python), "-c", REPORT]
+    ended, report, err = report_of(command, env, flag)
+    assert not ended and report["seed"] is None and report["child"][:2] == [None, None], (report, err)
+
+
+def test_an_interpreter_outside_a_venv_is_asked_without_waiting_and_gets_its_seed(
+    shim: Venv, python: Path, kernel: tuple[dict[str, str], Path]
+) -> None:
+    """An interpreter outside a venv is asked where its library is, with -S and a fixed seed: that start reads nothing
+    from the kernel, so the command still starts without waiting."""
+    env, flag = kernel
+    proc = start([cli(shim), "run", "--policy", "legacy", "--", str(python), "-c", REPORT], env)
+    ended, out, err = finishes_while_unready(proc, flag)
+    assert ended and json.loads(out)["seed"] is not None, (out, err)
+
+
+# -- the decision, in process: a venv laid out by hand around this interpreter ---------------------------------------
+
+
+def fake_venv(root: Path) -> tuple[Path, Path]:
+    """A venv's files around this very interpreter (a symlink to it), as `python -m venv` lays them out: its
+    interpreter and its site-packages."""
+    import os
+    import sys
+
+    real = os.path.realpath(sys.executable)
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    (root / "bin").mkdir(parents=True)
+    (root / "bin" / "python").symlink_to(real)
+    (root / "pyvenv.cfg").write_text(f"home = {os.path.dirname(real)}\nversion = {version}.0\n")
+    site = root / "lib" / f"python{version}" / "site-packages"
+    site.mkdir(parents=True)
+    return root / "bin" / "python", site
+
+
+@pytest.fixture
+def unready(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An unready kernel, and `run`'s bootstrap, as a wheel ships it (a source checkout has none)."""
+    from urandom_shim import _readiness
+    from urandom_shim.cli import launch
+
+    monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: "/nonexistent/_bootstrap")
+
+
+@pytest.mark.usefixtures("unready")
+def test_an_editable_checkout_that_a_pth_path_line_adds_is_where_the_module_is(tmp_path: Path) -> None:
+    """pip's and hatchling's editable installs of a src layout add the checkout's directory with a path line in a
+    `.pth` file: the command's module is found there, and its project decides the seed."""
+    from urandom_shim.cli import launch
+
+    python, site = fake_venv(tmp_path / "venv")
+    checkout = tmp_path / "checkout"
+    (checkout / "src" / "edapp").mkdir(parents=True)
+    (checkout / "src" / "edapp" / "__init__.py").write_text("")
+    (site / "_edapp.pth").write_text(f"import os\n{checkout / 'src'}\n")
+    (tmp_path / "venv" / "urandom-shim.toml").write_text('policy = "legacy"\n')
+    command = [str(python), "-m", "edapp"]
+    assert launch.start_without_waiting(command, {"PATH": ""}) is True
+    (checkout / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    assert launch.start_without_waiting(command, {"PATH": ""}) is False
+
+
+@pytest.mark.usefixtures("unready")
+def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urandom_shim.cli import launch
+
+    python, site = fake_venv(tmp_path / "venv")
+    env = {"PATH": "", "URANDOM_POLICY": "legacy"}
+    assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is True
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: None)
+    assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is False
+    (site / "urandom_shim.pth").write_text("import _urandom_shim_boot\n")
+    assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is True

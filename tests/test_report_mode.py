@@ -241,6 +241,8 @@ def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) 
     from urandom_shim.cli import launch
 
     monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
+    # run's bootstrap, as a wheel ships it: without it, nothing would start in this interpreter to take a seed out
+    monkeypatch.setattr(launch, "bootstrap_directory", lambda: "/nonexistent/_bootstrap")
     env = {"URANDOM_POLICY": "legacy", "PATH": os.environ.get("PATH", "")}
     python = os.path.realpath(sys.executable)  # an interpreter itself, as `run` must see to give a seed at all
     assert launch.start_without_waiting([python, "x.py"], dict(env)) is True  # the control: legacy gets one

@@ -10,12 +10,14 @@ and ``URANDOM_SHIM_HASHSEED`` to the same number, which marks it as ours rather 
 
 Only ``run`` gives a seed, and only to the Python interpreter it starts itself (an interpreter, or a script whose
 ``#!`` line names one), after resolving that interpreter's own policy (its environment's file, the machine's file
-and floor, its ``[[program]]`` rules): the exec is immediate, so the interpreter consumes the seed while the CRNG is
-still unready. A wrapper (``env``, ``sh -c``, a shell script) gets none: ``run`` can't know what it will start, or
-when. The seed never outlives that one start: each interpreter that starts with our mark takes both variables out
-of its environment at once, on the ready path and the unready path alike, so its children (whose policy nobody
-resolved, and which may start after the CRNG is ready) get a full-strength hash secret of their own. A child that
-must not wait is started with ``urandom-shim run`` itself. A seed the user set is never touched.
+and floor, its ``[[program]]`` rules, and the package file and project of its ``-m`` module or console script, found
+on that interpreter's ``sys.path``: :mod:`urandom_shim.cli.target`), and only to one whose shim takes it out (3.8 or
+later, no kill switch, no ``-S``, ``-E`` or ``-I``): the exec is immediate, so the interpreter consumes the seed
+while the CRNG is still unready. A wrapper (``env``, ``sh -c``, a shell script) gets none: ``run`` can't know what
+it will start, or when. The seed never outlives that one start: each interpreter that starts with our mark takes
+both variables out of its environment at once, on the ready path and the unready path alike, so its children (whose
+policy nobody resolved, and which may start after the CRNG is ready) get a full-strength hash secret of their own. A
+child that must not wait is started with ``urandom-shim run`` itself. A seed the user set is never touched.
 """
 
 import os

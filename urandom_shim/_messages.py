@@ -308,6 +308,19 @@ RUN_KILL_SWITCH = (
     "these settings."
 )
 RUN_BAD_INTERPRETER = "bad interpreter in its #! line: {reason}"
+RUN_NO_SEED = (
+    "{subcommand}: {command} gets no hash seed, so its start may wait for the kernel's random number generator "
+    "(about a second on Linux 5.18+): {reason}."
+)
+RUN_MODULE_NOT_FOUND = (
+    "{module} is not in a directory on the sys.path of {interpreter} (an import hook or a .pth import line may load "
+    "it), so the configuration it will resolve can't be known before it starts; install it in that environment, or "
+    "put its directory on PYTHONPATH"
+)
+RUN_TARGET_SILENT = (
+    "{interpreter} did not say which Python it is and where its library is ({reason}), so the configuration it "
+    "will resolve can't be known before it starts"
+)
 
 
 # -- the engine (_activation) ----------------------------------------------------------------------------------------

@@ -128,10 +128,6 @@ def note_floor(subcommand: str, settings: dict[str, str]) -> None:
     emit(_messages.RUN_BELOW_FLOOR.format(subcommand=subcommand, given=given, found=found, used=used))
 
 
-#: How long ``run`` waits for an interpreter to say where its ``sys.prefix`` is (it starts without reading anything).
-PREFIX_TIMEOUT = 10.0
-#: What an interpreter started with ``-S`` runs to say its ``sys.prefix`` (one expression: no statement needed).
-PREFIX_CODE = "__import__('sys').stdout.write(__import__('sys').prefix)"
 #: The largest ``#!`` line read: the kernel itself reads at most 256 bytes of it.
 SHEBANG_MAX = 256
 
@@ -199,57 +195,47 @@ def starts_without_the_shim(options: list[str]) -> bool:
     return False
 
 
-def interpreter_prefix(interpreter: str, env: dict[str, str]) -> str | None:
-    """``sys.prefix`` of ``interpreter`` as the command will see it. A venv's, by ``site``'s own rule: a
-    ``pyvenv.cfg`` beside the executable or one directory up makes that directory's parent the prefix. Otherwise
-    the interpreter's own (its installation, or ``PYTHONHOME``), asked of it with ``-S`` and a fixed hash seed, so
-    that it reads nothing from the kernel and no configuration. None if it can't say."""
-    import subprocess
-
-    here = os.path.dirname(os.path.abspath(interpreter))
-    up = os.path.dirname(here)
-    if any(os.path.isfile(os.path.join(directory, "pyvenv.cfg")) for directory in (here, up)):
-        return up
-    try:
-        result = subprocess.run(
-            [interpreter, "-S", "-c", PREFIX_CODE],
-            env={**env, _hashseed.VARIABLE: "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=PREFIX_TIMEOUT,
-        )
-    except (OSError, ValueError, subprocess.SubprocessError):
-        return None
-    prefix = os.fsdecode(result.stdout)
-    return prefix if result.returncode == 0 and os.path.isabs(prefix) else None
-
-
-def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
+def start_without_waiting(command: list[str], env: dict[str, str], subcommand: str = "run") -> bool:
     """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
     kernel's CRNG is unready and the interpreter's own policy allows weak bytes: ``legacy``, or ``on_timeout =
     "fallback"`` after waiting out its ``timeout`` here. See :mod:`urandom_shim._hashseed`. True if it did.
 
     Never in report mode, never under a floor, never over a seed the caller set, and never on a ready kernel. Only
     when ``command`` starts a Python interpreter at once (:func:`python_command`): a wrapper (``env``, ``sh -c``, a
-    shell script) may start any program, later, or none, so it gets no seed. The policy is the interpreter's own:
-    its environment's file (from its own ``sys.prefix``), the machine's file and floor, and ``[[program]]`` rules for
-    the program it runs. A seed of ours that this process inherited (a ``run`` inside a ``run``) is never passed
-    on: it is taken out, and the decision made afresh for this command."""
+    shell script) may start any program, later, or none, so it gets no seed. Only to an interpreter whose shim takes
+    the seed out of its environment at once: never under the kill switch, never with ``-S``, ``-E`` or ``-I``, never
+    to Python before 3.8, and never where neither the bootstrap nor an installed shim starts. The policy is the one
+    that interpreter will resolve (:mod:`.target`): its environment's file, the machine's file and floor, the
+    ``[[program]]`` rules, and for ``-m`` or a console script, its module's package file and project, found on that
+    interpreter's ``sys.path``. Where that can't be known, no seed, and one line says why. A seed of ours that this
+    process inherited (a ``run`` inside a ``run``) is never passed on: it is taken out, and the decision made
+    afresh for this command."""
     if _hashseed.is_ours(env):
         del env[_hashseed.VARIABLE], env[_hashseed.MARK]
-    if _hashseed.VARIABLE in env or _readiness.kernel_state() != _readiness.UNREADY:
+    if _hashseed.VARIABLE in env or env.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
+        return False  # the caller's own seed; or no shim will start to take ours out (launch() says so)
+    if _readiness.kernel_state() != _readiness.UNREADY:
         return False
     argv = python_command(command, env)
     if argv is None or starts_without_the_shim(argv[1:]):
         return False
-    prefix = interpreter_prefix(argv[0], env)
-    if prefix is None:
-        return False
+    from . import target as _target
+
+    found = _target.inspect(argv[0], env)
+    if isinstance(found, str):
+        return _no_seed(subcommand, command, env, found)
+    if found.version < (3, 8):
+        return False  # no shim starts there to take it out (the bootstrap says why), so its children would keep it
+    if bootstrap_directory() is None and not found.has_shim:
+        return False  # no bootstrap (run said so) and no shim of its own
+    who = _target.invocation(found, argv)
+    if isinstance(who, str):
+        return _no_seed(subcommand, command, env, who)
     settings, _problems = _config.resolve(
         env,
         flags=object(),
-        who=_sources.command_invocation(argv),
-        environment_file=os.path.join(prefix, _sources.ENVIRONMENT_FILE),
+        who=who,
+        environment_file=os.path.join(found.prefix, _sources.ENVIRONMENT_FILE),
     )
     if settings.reporting:  # report-only: the command behaves as native, whose start waits
         return False
@@ -261,3 +247,14 @@ def start_without_waiting(command: list[str], env: dict[str, str]) -> bool:
             return False  # ready in time: the command gets a full-strength hash secret
     _hashseed.give(env)
     return True
+
+
+def _no_seed(subcommand: str, command: list[str], env: dict[str, str], reason: str) -> bool:
+    """No seed, where the command's own configuration can't be known: said in one line, unless the policy of the
+    environment (``--policy``, ``URANDOM_POLICY``) already rules a seed out, whatever that configuration says."""
+    if env.get(_config.KEYS["policy"].variable) not in ("native", "pep522"):
+        from .._messages import emit
+
+        typed = _sources.clip(" ".join(command), 80)
+        emit(_messages.RUN_NO_SEED.format(subcommand=subcommand, command=typed, reason=reason))
+    return False

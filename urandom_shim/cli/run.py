@@ -74,7 +74,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     env = launch.command_environment(settings, simulate=spec)
     if settings:
         env[_config.ENV_GIVEN_AS] = given
-    launch.start_without_waiting(args.command, env)
+    launch.start_without_waiting(args.command, env, "simulate")
     return launch.launch("simulate", args.command, env)
 
 
