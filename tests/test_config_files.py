@@ -690,7 +690,7 @@ NAMESPACES: dict[str, list[str]] = {{}}
 def test_a_setuptools_finder_maps_the_package_to_its_checkout_without_being_run(
     tmp_path: Path, annotation: str
 ) -> None:
-    from urandom_shim import _programs
+    from urandom_shim import _editables
 
     package = _checkout_with_package(tmp_path)
     site = tmp_path / "venv" / "lib" / "site-packages"
@@ -700,15 +700,15 @@ def test_a_setuptools_finder_maps_the_package_to_its_checkout_without_being_run(
     (site / "__editable___flatapp_1_0_finder.py").write_text(
         "raise SystemExit('run')\n" + SETUPTOOLS_FINDER.format(annotation=annotation, mapping=repr(mapping))
     )
-    found = _programs.find_editable("flatapp.sub.cli", [str(tmp_path / "elsewhere"), str(site)])
+    found = _editables.find_editable("flatapp.sub.cli", [str(tmp_path / "elsewhere"), str(site)])
     assert found == (str(package), str(package), str(site / "__editable___flatapp_1_0_finder.py"))
-    assert _programs.find_editable("notmapped", [str(site)]) is None
+    assert _editables.find_editable("notmapped", [str(site)]) is None
     # Not an installation directory: not where site runs hooks from.
-    assert _programs.find_editable("flatapp", [str(tmp_path / "venv" / "lib")]) is None
+    assert _editables.find_editable("flatapp", [str(tmp_path / "venv" / "lib")]) is None
 
 
 def test_an_editables_hook_maps_a_package_or_a_single_module(tmp_path: Path) -> None:
-    from urandom_shim import _programs
+    from urandom_shim import _editables
 
     package = _checkout_with_package(tmp_path)
     (tmp_path / "checkout" / "single.py").write_text("")
@@ -720,8 +720,8 @@ def test_an_editables_hook_maps_a_package_or_a_single_module(tmp_path: Path) -> 
         f"F.map_module('single', {str(tmp_path / 'checkout' / 'single.py')!r})\n"
     )
     hook = str(site / "_editable_impl_flatapp.py")
-    assert _programs.find_editable("flatapp", [str(site)]) == (str(package), str(package), hook)
-    assert _programs.find_editable("single", [str(site)]) == (str(tmp_path / "checkout"), None, hook)
+    assert _editables.find_editable("flatapp", [str(site)]) == (str(package), str(package), hook)
+    assert _editables.find_editable("single", [str(site)]) == (str(tmp_path / "checkout"), None, hook)
 
 
 @pytest.mark.parametrize(
@@ -747,25 +747,25 @@ def test_an_editables_hook_maps_a_package_or_a_single_module(tmp_path: Path) -> 
 def test_the_hook_literal_reader_takes_string_pairs_and_nothing_else(
     text: str, expected: list[tuple[str, str]] | None
 ) -> None:
-    from urandom_shim import _programs
+    from urandom_shim import _editables
 
-    assert _programs._string_pairs(text, "{", ":", "}") == expected
+    assert _editables._string_pairs(text, "{", ":", "}") == expected
 
 
 def test_a_hook_that_is_not_a_regular_small_utf8_file_maps_nothing(tmp_path: Path) -> None:
-    from urandom_shim import _programs
+    from urandom_shim import _editables
 
     package = _checkout_with_package(tmp_path)
     line = SETUPTOOLS_FINDER.format(annotation="", mapping=repr({"flatapp": str(package)}))
     site = tmp_path / "site-packages"
     site.mkdir()
     os.mkfifo(site / "__editable___a_finder.py")  # must not block
-    (site / "__editable___b_finder.py").write_text("#" * _programs.HOOK_MAX + "\n" + line)
+    (site / "__editable___b_finder.py").write_text("#" * _editables.HOOK_MAX + "\n" + line)
     (site / "__editable___c_finder.py").write_bytes(b"\xff\n" + line.encode())
     (site / "_editable_impl_d.py").mkdir()
-    assert _programs.find_editable("flatapp", [str(site)]) is None
+    assert _editables.find_editable("flatapp", [str(site)]) is None
     (site / "__editable___e_finder.py").write_text(line)
-    assert _programs.find_editable("flatapp", [str(site)]) == (
+    assert _editables.find_editable("flatapp", [str(site)]) == (
         str(package),
         str(package),
         str(site / "__editable___e_finder.py"),
@@ -775,10 +775,10 @@ def test_a_hook_that_is_not_a_regular_small_utf8_file_maps_nothing(tmp_path: Pat
 @settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=300))
 def test_the_hook_reader_never_raises(tmp_path: Path, text: str) -> None:
-    from urandom_shim import _programs
+    from urandom_shim import _editables
 
     site = tmp_path / "site-packages"
     site.mkdir(exist_ok=True)
     (site / "__editable___x_finder.py").write_text(f"MAPPING = {text}\nF.map_module({text}\n", errors="surrogatepass")
-    found = _programs.find_editable("flatapp", [str(site)])
+    found = _editables.find_editable("flatapp", [str(site)])
     assert found is None or isinstance(found[0], str)

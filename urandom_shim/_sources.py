@@ -328,7 +328,10 @@ def at_module(
 
     anchor, package = _programs.find_module(module, search, installation_directory)
     if anchor is None:
-        editable = _programs.find_editable(module, search)  # an editable install's import hook (issue 36)
+        _sibling("_editables")
+        from . import _editables
+
+        editable = _editables.find_editable(module, search)  # an editable install's import hook (issue 36)
         if editable is not None:
             anchor, package, hook = editable
             rule = _messages.RULE_EDITABLE_HOOK.format(how=how, anchor=anchor, hook=hook)
