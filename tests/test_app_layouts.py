@@ -90,12 +90,23 @@ def install(venv: Venv, installer: str, *args: str) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-def start(command: list[str], cwd: Path) -> dict[str, Any]:
+#: The event of ``random`` imported before the shim started, which the shim records as it activates: the
+#: ``editables`` hook imports ``importlib.abc`` from its ``.pth``, and on 3.13 that imports ``tempfile`` and ``random``
+#: (on 3.8 it doesn't).
+RANDOM_BEFORE_THE_SHIM = "import random @ _urandom_shim_boot.py"
+
+
+def start(command: list[str], cwd: Path, random_before_the_shim: bool = False) -> dict[str, Any]:
     done = subprocess.run(command, capture_output=True, text=True, env=clean_env(UNREADY), cwd=cwd, timeout=60)
     assert done.returncode == 0, f"{command}:\n{done.stdout}\n{done.stderr}"
     assert "urandom-shim:" not in without_events(done.stderr), done.stderr  # no problem line: the config was clean
+    events = events_in(done.stderr)
+    if random_before_the_shim:
+        seeded = [event for event in events if event.startswith(RANDOM_BEFORE_THE_SHIM)]
+        assert len(seeded) <= 1 and all("under policy 'pep522'" in event for event in seeded), events
+        events = [event for event in events if event not in seeded]
     # The one line is the app's call in the window, refused under the app's own policy.
-    (event,) = events_in(done.stderr)
+    (event,) = events
     assert event.startswith("os.urandom(16) @ cli.py:11: raised BlockingIOError under policy 'pep522'"), event
     report: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
     return report
@@ -261,3 +272,101 @@ def test_a_program_read_from_a_pipe_or_fifo_is_not_consumed_by_the_launcher_chec
     fifo.write_text(program)  # blocks until the interpreter opens it to read its program
     out, err = child.communicate(timeout=60)
     assert (child.returncode, out, err) == (0, "the program ran\n", "")
+
+
+#: Each build backend's editable install of layoutapp, and how it makes the checkout importable: a path in a ``.pth``
+#: (the checkout on ``sys.path``), or an import hook that maps the package to the checkout and puts nothing on
+#: ``sys.path`` (setuptools' ``__editable___*_finder.py``, and the ``editables`` library's ``_editable_impl_*.py``
+#: that hatchling's ``dev-mode-exact`` and pdm-backend's ``editable-backend = "editables"`` write).
+EDITABLE_BACKENDS: dict[str, tuple[str, str, str]] = {
+    # name: (layout, [build-system] and backend tables, how the install reaches the checkout)
+    "setuptools, flat layout": (
+        "flat",
+        'requires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'
+        '\n[tool.setuptools]\npackages = ["layoutapp"]\n',
+        "__editable___*_finder.py",
+    ),
+    "setuptools, src layout": (
+        "src",
+        'requires = ["setuptools>=64"]\nbuild-backend = "setuptools.build_meta"\n'
+        '\n[tool.setuptools.packages.find]\nwhere = ["src"]\n',
+        "a path",
+    ),
+    "hatchling, dev-mode-exact": (
+        "flat",
+        'requires = ["hatchling"]\nbuild-backend = "hatchling.build"\n'
+        "\n[tool.hatch.build]\ndev-mode-exact = true\n"
+        '\n[tool.hatch.build.targets.wheel]\npackages = ["layoutapp"]\n',
+        "_editable_impl_*.py",
+    ),
+    "pdm-backend": ("flat", 'requires = ["pdm-backend"]\nbuild-backend = "pdm.backend"\n', "a path"),
+    "pdm-backend, editables": (
+        "flat",
+        'requires = ["pdm-backend"]\nbuild-backend = "pdm.backend"\n'
+        '\n[tool.pdm.build]\neditable-backend = "editables"\n',
+        "_editable_impl_*.py",
+    ),
+}
+
+
+def write_editable_app(root: Path, layout: str, backend: str) -> Path:
+    """layoutapp's checkout for one build backend: its package at the top (flat) or under ``src/``."""
+    build_system, _, tables = backend.partition("\n\n")
+    project = APP_FILES["pyproject.toml"].partition("[project]")[2]
+    files = dict(APP_FILES, **{"pyproject.toml": f"[build-system]\n{build_system}\n\n[project]{project}\n{tables}"})
+    for name, text in files.items():
+        if layout == "src" and name.startswith("layoutapp/"):
+            name = "src/" + name
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+@pytest.mark.lengthy  # a venv of its own per backend, and pip fetching the backend to build the editable install
+@pytest.mark.parametrize("backend", list(EDITABLE_BACKENDS))
+def test_an_editable_install_gets_the_checkouts_table_from_any_directory_whatever_its_backend(
+    python: Path, wheel: Path, tmp_path: Path, backend: str
+) -> None:
+    """Issue 36: setuptools' flat-layout editable install puts an import hook in site-packages, not a path, and the
+    app started anywhere but its checkout ran under the default policy, with ``check --for`` saying "No problems"."""
+    layout, tables, reaches = EDITABLE_BACKENDS[backend]
+    checkout = write_editable_app(tmp_path / "checkout", layout, tables)
+    venv = make_venv(python, tmp_path / "opt-app-venv", wheel)
+    install(venv, "pip", "-e", str(checkout))  # with its dependencies: the editables hook needs `editables`
+    site_packages = venv.site_packages
+    hooks = sorted(p.name for p in site_packages.glob("*.py") if "editable" in p.name)
+    if reaches == "a path":
+        assert hooks == [], hooks
+    else:
+        assert len(hooks) == 1 and Path(hooks[0]).match(reaches), hooks
+        # The hook, not a path: the checkout is not on sys.path, which is what the lookup used to need.
+        sys_path = subprocess.run(
+            [str(venv.python), "-c", "import sys; print(sys.path)"], capture_output=True, text=True, cwd="/"
+        ).stdout
+        assert str(checkout) not in sys_path, sys_path
+
+    pyproject = f"{checkout / 'pyproject.toml'} [tool.urandom-shim]"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    launcher = venv.path / "bin" / "layoutapp-cli"
+    for how, command, cwd in [
+        ("console script, from /", [str(launcher)], Path("/")),
+        ("console script, from elsewhere", [str(launcher)], elsewhere),
+        ("python -m, from /", [str(venv.python), "-m", "layoutapp"], Path("/")),
+        ("python -m, from elsewhere", [str(venv.python), "-m", "layoutapp"], elsewhere),
+    ]:
+        report = start(command, cwd, random_before_the_shim=reaches == "_editable_impl_*.py")
+        assert (report["policy"], report["source"], report["urandom"]) == ("pep522", pyproject, "raised"), how
+
+    # check --for names the checkout's table, and the package the lookup found in the checkout.
+    package = checkout / ("src" if layout == "src" else "") / "layoutapp"
+    cli = str(venv.path / "bin" / "urandom-shim-cli")
+    for target in ("layoutapp-cli", "-m layoutapp"):
+        done = subprocess.run(
+            [cli, "check", "--for", target, "--json"], capture_output=True, text=True, env=clean_env(), cwd="/"
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        report = json.loads(done.stdout)
+        assert (report["policy"], report["policy_source"]) == ("pep522", pyproject), (target, report)
+        assert str(package) in report["project_rule"], (target, report["project_rule"])

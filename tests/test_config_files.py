@@ -664,3 +664,121 @@ def test_whitespace_is_named_and_minus_zero_is_zero(shim: Venv) -> None:
     waited = shim.run("-c", program, env=env)
     assert "os.urandom(1) waited 0 s (timeout from environment variable URANDOM_SHIM_TIMEOUT)" in waited.stdout
     assert "-0" not in waited.stdout, waited.stdout
+
+
+# -- an editable install's import hook (issue 36) --------------------------------------------------------------------
+
+
+def _checkout_with_package(root: Path) -> Path:
+    package = root / "checkout" / "flatapp"
+    (package / "sub").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "sub" / "__init__.py").write_text("")
+    (package / "urandom-shim.toml").write_text('policy = "pep522"\n')
+    return package
+
+
+SETUPTOOLS_FINDER = """\
+from __future__ import annotations
+import sys
+MAPPING{annotation} = {mapping}
+NAMESPACES: dict[str, list[str]] = {{}}
+"""
+
+
+@pytest.mark.parametrize("annotation", [": dict[str, str]", ""])  # setuptools since 69, and before
+def test_a_setuptools_finder_maps_the_package_to_its_checkout_without_being_run(
+    tmp_path: Path, annotation: str
+) -> None:
+    from urandom_shim import _editables
+
+    package = _checkout_with_package(tmp_path)
+    site = tmp_path / "venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    mapping = {"other": str(tmp_path / "nowhere"), "flatapp": str(package)}
+    # A hook that raised if it ran: it is read, never imported or run.
+    (site / "__editable___flatapp_1_0_finder.py").write_text(
+        "raise SystemExit('run')\n" + SETUPTOOLS_FINDER.format(annotation=annotation, mapping=repr(mapping))
+    )
+    found = _editables.find_editable("flatapp.sub.cli", [str(tmp_path / "elsewhere"), str(site)])
+    assert found == (str(package), str(package), str(site / "__editable___flatapp_1_0_finder.py"))
+    assert _editables.find_editable("notmapped", [str(site)]) is None
+    # Not an installation directory: not where site runs hooks from.
+    assert _editables.find_editable("flatapp", [str(tmp_path / "venv" / "lib")]) is None
+
+
+def test_an_editables_hook_maps_a_package_or_a_single_module(tmp_path: Path) -> None:
+    from urandom_shim import _editables
+
+    package = _checkout_with_package(tmp_path)
+    (tmp_path / "checkout" / "single.py").write_text("")
+    site = tmp_path / "dist-packages"
+    site.mkdir()
+    (site / "_editable_impl_flatapp.py").write_text(
+        "from editables.redirector import RedirectingFinder as F\nF.install()\n"
+        f"F.map_module('flatapp', {str(package / '__init__.py')!r})\n"
+        f"F.map_module('single', {str(tmp_path / 'checkout' / 'single.py')!r})\n"
+    )
+    hook = str(site / "_editable_impl_flatapp.py")
+    assert _editables.find_editable("flatapp", [str(site)]) == (str(package), str(package), hook)
+    assert _editables.find_editable("single", [str(site)]) == (str(tmp_path / "checkout"), None, hook)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("{'a': '/p', 'b': '/q'}", [("a", "/p"), ("b", "/q")]),
+        ('{"a": "/it\'s"}', [("a", "/it's")]),
+        ("{'a': '/p',}", [("a", "/p")]),
+        ("{}", []),
+        ("{'a': '/p\\\\q'}", [("a", "/p\\q")]),  # an escape: read by ast.literal_eval
+        ("{'a'}", None),
+        ("{'a': }", None),
+        ("{'a': '/p' 'b': '/q'}", None),
+        ("{'a': '/p'", None),
+        ("{'a': __import__('os').getcwd()}", None),
+        ("{'a': 1}", None),
+        ("{'a': '/p\\\\q', 'b': 1}", None),
+        ("{'a': '" + "[" * 1000 + "'}", [("a", "[" * 1000)]),
+        ("{'a': " + "[" * 100_000 + "}", None),
+        ("{'a': '\\x00'}", [("a", "\x00")]),
+    ],
+)
+def test_the_hook_literal_reader_takes_string_pairs_and_nothing_else(
+    text: str, expected: list[tuple[str, str]] | None
+) -> None:
+    from urandom_shim import _editables
+
+    assert _editables._string_pairs(text, "{", ":", "}") == expected
+
+
+def test_a_hook_that_is_not_a_regular_small_utf8_file_maps_nothing(tmp_path: Path) -> None:
+    from urandom_shim import _editables
+
+    package = _checkout_with_package(tmp_path)
+    line = SETUPTOOLS_FINDER.format(annotation="", mapping=repr({"flatapp": str(package)}))
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    os.mkfifo(site / "__editable___a_finder.py")  # must not block
+    (site / "__editable___b_finder.py").write_text("#" * _editables.HOOK_MAX + "\n" + line)
+    (site / "__editable___c_finder.py").write_bytes(b"\xff\n" + line.encode())
+    (site / "_editable_impl_d.py").mkdir()
+    assert _editables.find_editable("flatapp", [str(site)]) is None
+    (site / "__editable___e_finder.py").write_text(line)
+    assert _editables.find_editable("flatapp", [str(site)]) == (
+        str(package),
+        str(package),
+        str(site / "__editable___e_finder.py"),
+    )
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=300))
+def test_the_hook_reader_never_raises(tmp_path: Path, text: str) -> None:
+    from urandom_shim import _editables
+
+    site = tmp_path / "site-packages"
+    site.mkdir(exist_ok=True)
+    (site / "__editable___x_finder.py").write_text(f"MAPPING = {text}\nF.map_module({text}\n", errors="surrogatepass")
+    found = _editables.find_editable("flatapp", [str(site)])
+    assert found is None or isinstance(found[0], str)

@@ -321,12 +321,21 @@ def module_invocation(module: "str | None", cwd: "str | None", program: "str | N
 def at_module(
     module: str, search: "list[str]", program: "str | None", how: str, fallback: "str | None", otherwise: str
 ) -> "Invocation":
-    """Walk up from ``module``'s top-level package found on ``search``; if it is not there, from ``fallback``,
-    with ``otherwise`` saying so in the rule."""
+    """Walk up from ``module``'s top-level package found on ``search``, or where an editable install's import hook
+    in one of its ``site-packages`` maps it; if it is in neither, from ``fallback``, with ``otherwise`` saying so in
+    the rule."""
     from . import _programs
 
     anchor, package = _programs.find_module(module, search, installation_directory)
     if anchor is None:
+        _sibling("_editables")
+        from . import _editables
+
+        editable = _editables.find_editable(module, search)  # an editable install's import hook (issue 36)
+        if editable is not None:
+            anchor, package, hook = editable
+            rule = _messages.RULE_EDITABLE_HOOK.format(how=how, anchor=anchor, hook=hook)
+            return Invocation(anchor, program, rule=rule, package=package)
         return Invocation(fallback, program, rule=f"{how}: {otherwise}")
     return Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
 
