@@ -406,6 +406,28 @@ def test_an_editable_checkout_that_a_pth_path_line_adds_is_where_the_module_is(t
 
 
 @pytest.mark.usefixtures("unready")
+def test_a_flat_layout_editable_install_is_found_through_its_import_hook(tmp_path: Path) -> None:
+    """setuptools' editable install of a flat layout puts no path on sys.path, only an import hook whose MAPPING
+    names the checkout's package: `run` finds the module there, as the command's shim will, and its project decides
+    the seed (before, `run` gave no seed, saying it could not find the module)."""
+    from urandom_shim.cli import launch
+
+    python, site = fake_venv(tmp_path / "venv")
+    checkout = tmp_path / "checkout"
+    (checkout / "flatapp").mkdir(parents=True)
+    (checkout / "flatapp" / "__init__.py").write_text("")
+    (site / "__editable___flatapp_0_1_finder.py").write_text(
+        f"MAPPING: dict[str, str] = {{'flatapp': {str(checkout / 'flatapp')!r}}}\nraise SystemExit('never run')\n"
+    )
+    (site / "__editable__.flatapp-0.1.pth").write_text("import __editable___flatapp_0_1_finder; pass\n")
+    (tmp_path / "venv" / "urandom-shim.toml").write_text('policy = "legacy"\n')
+    command = [str(python), "-m", "flatapp"]
+    assert launch.start_without_waiting(command, {"PATH": ""}) is True
+    (checkout / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    assert launch.start_without_waiting(command, {"PATH": ""}) is False
+
+
+@pytest.mark.usefixtures("unready")
 def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

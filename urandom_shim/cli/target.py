@@ -175,8 +175,9 @@ def invocation(target: Target, argv: list[str]) -> _sources.Invocation | str:
     """What the shim of ``target`` will see as its program's invocation for the command line ``argv`` (the
     interpreter first), or why it can't be known: for ``-m``, the module's package on ``target``'s ``sys.path``;
     for a console-script launcher, its module there; for a script, its directory; for ``-c`` and stdin, the
-    current directory. A module not found there may be behind an import hook or a path that a ``.pth`` import line
-    adds: that can't be known."""
+    current directory. A module not found there is looked for where an editable install's import hook maps it
+    (:mod:`urandom_shim._editables`); one behind any other import hook, or a path that a ``.pth`` import line adds,
+    can't be known."""
     kind, name = _programs.python_target(argv)
     try:
         cwd: str | None = os.getcwd()
@@ -194,6 +195,13 @@ def invocation(target: Target, argv: list[str]) -> _sources.Invocation | str:
     else:
         return _sources.Invocation(cwd, None)
     anchor, package = _programs.find_module(module, search, _sources.installation_directory)
-    if anchor is None:
-        return _messages.RUN_MODULE_NOT_FOUND.format(module=module, interpreter=argv[0])
+    if anchor is None:  # an editable install's import hook in the target's site-packages, as its shim will find it
+        from .. import _editables
+
+        editable = _editables.find_editable(module, search)
+        if editable is None:
+            return _messages.RUN_MODULE_NOT_FOUND.format(module=module, interpreter=argv[0])
+        anchor, package, hook = editable
+        rule = _messages.RULE_EDITABLE_HOOK.format(how=how, anchor=anchor, hook=hook)
+        return _sources.Invocation(anchor, program, rule=rule, package=package)
     return _sources.Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
