@@ -5,6 +5,8 @@ is not used: Python 3.8's backtracks, so that ``'*a*a*a*a*a*a*a*a*a*ab'`` agains
 start, and it imports ``re``.
 """
 
+import sys
+
 
 def matches(pattern: str, name: str) -> bool:
     """``fnmatch.fnmatchcase(name, pattern)``, in at most about ``len(name) * len(pattern)`` steps. The segments
@@ -27,9 +29,8 @@ def matches(pattern: str, name: str) -> bool:
             close += 1 if pattern[close : close + 1] == "]" else 0
             close = pattern.find("]", close)
             if close >= 0:
-                body, index = pattern[index:close], close + 1
-                negate = body[:1] == "!"
-                segments[-1].append(("^" if negate else "[", body[1:] if negate else body))
+                segments[-1].append(_set(pattern[index:close]))
+                index = close + 1
                 continue
         segments[-1].append(("=", char))
     if len(segments) == 1:
@@ -46,6 +47,55 @@ def matches(pattern: str, name: str) -> bool:
     return _segment_at(last, name, limit)
 
 
+def _set(body: str) -> "tuple[str, str]":
+    """The token of ``[body]``, as ``fnmatch.translate`` reads it: split on the hyphens that can make ranges, empty
+    (reversed) ranges taken out by joining their neighbours, as Python 3.10+ does (before, ``re`` refused them:
+    such a set matches nothing here), and a lone ``!`` left over matching any character. The token's body is
+    a run of (low, high) pairs, two characters each: a single character is a pair of itself."""
+    start = 2 if body[:1] == "!" else 1
+    chunks = []
+    index, hyphen = 0, start
+    while True:
+        hyphen = body.find("-", hyphen)
+        if hyphen < 0:
+            break
+        chunks.append(body[index:hyphen])
+        index, hyphen = hyphen + 1, hyphen + 3
+    if body[index:]:
+        chunks.append(body[index:])
+    else:
+        chunks[-1] += "-"
+    for k in range(len(chunks) - 1, 0, -1):  # chunks never empty: each hyphen is 2 past the last
+        if chunks[k - 1][-1] > chunks[k][0]:
+            if sys.version_info < (3, 10):
+                return ("[", "")
+            chunks[k - 1] = chunks[k - 1][:-1] + chunks[k][1:]
+            del chunks[k]
+    items: list[str | None] = []  # the characters, and None for a hyphen that makes a range
+    for chunk in chunks:
+        if items:
+            items.append(None)
+        items.extend(chunk)
+    if items == ["!"]:
+        return ("?", "")
+    kind = "["
+    if items[:1] == ["!"]:
+        kind, items = "^", items[1:]
+    pairs = []
+    index = 0
+    while index < len(items):
+        low = items[index]
+        high = items[index + 2] if index + 2 < len(items) and items[index + 1] is None else None
+        if low is not None and high is not None:
+            pairs.append(low + high)
+            index += 3
+            continue
+        if low is not None:
+            pairs.append(low * 2)
+        index += 1  # a hyphen next to a range end already taken is no range
+    return (kind, "".join(pairs))
+
+
 def _char_matches(token: "tuple[str, str]", char: str) -> bool:
     kind, body = token
     if kind == "=":
@@ -53,14 +103,10 @@ def _char_matches(token: "tuple[str, str]", char: str) -> bool:
     if kind == "?":
         return True
     inside = False
-    index = 0
-    while index < len(body):
-        if index + 2 < len(body) and body[index + 1] == "-":
-            inside = inside or body[index] <= char <= body[index + 2]
-            index += 3
-        else:
-            inside = inside or body[index] == char
-            index += 1
+    for index in range(0, len(body), 2):
+        if body[index] <= char <= body[index + 1]:
+            inside = True
+            break
     return inside != (kind == "^")
 
 
