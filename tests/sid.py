@@ -81,7 +81,7 @@ def tree() -> Path:
 #: What an editable install of this checkout, or of a test's app, pulls from the index (tests/conftest.py's
 #: make_editable_venv, tests/test_app_layouts.py): inside the root, pip and uv find everything in the wheelhouse
 #: (PIP_NO_INDEX, PIP_FIND_LINKS, UV_OFFLINE, UV_FIND_LINKS below).
-EDITABLE = ("hatchling==1.33.0", "editables")
+EDITABLE = ("hatchling==1.33.0", "editables", "setuptools>=64", "pdm-backend")
 
 
 def wheelhouse(version: str) -> Path:

@@ -323,7 +323,7 @@ def write_editable_app(root: Path, layout: str, backend: str) -> Path:
     return root
 
 
-@pytest.mark.lengthy  # a venv of its own per backend, and pip fetching the backend to build the editable install
+@pytest.mark.slow  # a venv of its own per backend, and pip fetching the backend: the full sessions run it
 @pytest.mark.parametrize("backend", list(EDITABLE_BACKENDS))
 def test_an_editable_install_gets_the_checkouts_table_from_any_directory_whatever_its_backend(
     python: Path, wheel: Path, tmp_path: Path, backend: str
