@@ -84,6 +84,7 @@ _OURS = (
     b"URANDOM_SHIM_EVENTS",
     b"URANDOM_SHIM_CONFIG",
     b"URANDOM_SHIM_HASHSEED",
+    b"URANDOM_SHIM_INTERPRETERS",
 )
 
 
@@ -96,6 +97,20 @@ def _variable(name: bytes) -> "str | None":
 
 
 def _check_variables() -> None:
+    shared = _variable(b"URANDOM_SHIM_INTERPRETERS")
+    if shared is not None:
+        # What a main interpreter left for its subinterpreters (urandom_shim._config.publish). Another process's is
+        # taken out, so that no child of ours inherits it; with our process id, this is a subinterpreter (which
+        # keeps it) or a program started by exec (which takes it out): _config tells them apart.
+        if shared.partition(":")[0] != str(os.getpid()):
+            os.environ.pop("URANDOM_SHIM_INTERPRETERS", None)
+        else:
+            try:
+                from urandom_shim import _config
+
+                _config.followed()
+            except Exception:  # noqa: BLE001 - never break an interpreter
+                pass
     seed = _variable(b"URANDOM_SHIM_HASHSEED")
     if seed is not None and seed == _variable(b"PYTHONHASHSEED"):
         # `urandom-shim run` gave this interpreter a hash seed because the CRNG was unready (urandom_shim._hashseed).

@@ -301,3 +301,49 @@ def test_a_child_process_resolves_its_own_settings_from_where_it_starts(
     assert child["policy"] == ["pep524", f"{other}/pyproject.toml [tool.urandom-shim]"], child
     assert child["urandom"] == "refused"
     assert not child["shared_in_environ"]
+
+
+WRITES_ITS_OWN = """\
+import os, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import subprobe
+print("MAIN " + subprobe.report(), flush=True)
+os.chdir("/")
+values = ["plegacy", "senforce", "f0.2", "sfallback", "n", "snonblocking", "n"]
+os.environ["URANDOM_SHIM_INTERPRETERS"] = f"{os.getpid()}:2:/x1:0" + "".join(f"{len(v)}:{v}4:mine" for v in values)
+subprobe.from_subinterpreter(sys.argv[1], sys.argv[2])
+"""
+
+
+def test_a_value_the_program_writes_itself_never_gets_under_the_floor(shim: Venv, python: Path, tmp_path: Path) -> None:
+    # Found by the newcomer pass: a program can write the variable into its own environment while it runs, and
+    # its subinterpreters follow it; the machine's floor must hold there, as it holds for activate().
+    found = apis(python)
+    if not found:
+        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    app, env = project(tmp_path, 'policy = "pep522"\ntimeout = 0.2\n')
+    (app / "main.py").write_text(WRITES_ITS_OWN)
+    (tmp_path / "machine.toml").write_text("allow_weak = false\n")
+    api, config = found[0]
+    main, subs, stderr = run_main(shim, app, env, api, config)
+    assert main["policy"][0] == "pep522"
+    (sub,) = subs
+    assert sub["policy"][0] == "pep524" and "machine file" in sub["policy"][1], sub  # legacy, held by the floor
+    assert sub["on_timeout"][0] == "raise", sub
+    assert sub["urandom"] == "refused", (sub, stderr)
+
+
+def test_a_program_execd_into_a_ready_start_drops_the_value(shim: Venv, tmp_path: Path) -> None:
+    # Found by the newcomer pass: the value of the program that exec'd this one stayed in os.environ when this one
+    # started ready, and passed on to every child.
+    app, env = project(tmp_path, 'policy = "pep522"\n')
+    code = (
+        "import os, sys, urandom_shim\n"
+        "assert urandom_shim.current_settings().policy.value.name == 'pep522'\n"
+        "os.environ.pop('URANDOM_SHIM_SIMULATE')\n"
+        "os.execv(sys.executable, [sys.executable, '-c', "
+        '\'import os; print("AFTER", os.environ.get("URANDOM_SHIM_INTERPRETERS"))\'])\n'
+    )
+    result = shim.run("-c", code, env=env, cwd=app)
+    assert result.returncode == 0, result.stderr
+    assert "AFTER None" in result.stdout, result.stdout + result.stderr

@@ -813,9 +813,16 @@ def followed(environ: "Mapping[str, str] | None" = None) -> "Settings | bool | N
                 BY_NAME[text] if kind == "p" else None if kind == "n" else float(text) if kind == "f" else text
             )
             values[name] = Setting(value, rest[2 * index + 1])
-        return Settings(**values)  # type: ignore[arg-type]
+        settings = Settings(**values)  # type: ignore[arg-type]
     except Exception:  # noqa: BLE001 - unreadable: resolve as usual
         return None
+    # The program itself may have written the value (os.environ in the main interpreter): the floor of the
+    # environment's and machine's files holds whatever it says, as it holds for activate(). Quietly: the main
+    # interpreter has reported any problem with those files.
+    found, _problems = floor(environ)
+    if found is not None:
+        _apply_floor(settings, found, [])
+    return settings
 
 
 def _subinterpreter() -> "bool | None":
