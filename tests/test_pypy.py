@@ -18,6 +18,7 @@ from typing import Iterator
 import pytest
 from conftest import FakeKernel, Venv, clean_env, spawn
 
+
 @pytest.fixture
 def unready(fake_kernel: FakeKernel, tmp_path: Path) -> Iterator[tuple[dict[str, str], Path]]:
     trigger = tmp_path / "kernel-unready"
@@ -124,3 +125,43 @@ def test_run_and_report_work(shim: Venv, tmp_path: Path) -> None:
 def subprocess_run(argv: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, env=clean_env(env), timeout=60)
 
+
+def test_status_and_check_say_what_this_interpreter_does_not_do(shim: Venv) -> None:
+    status = json.loads(subprocess_run([cli(shim), "status", "--json"]).stdout)
+    checked = json.loads(subprocess_run([cli(shim), "check", "--json"]).stdout)
+    text = subprocess_run([cli(shim), "status"]).stdout
+    if status["python"]["implementation"] == "pypy":
+        assert status["limits"] == checked["limits"] and len(status["limits"]) == 1, status["limits"]
+        assert "PyPy's own os.urandom() never waits" in status["limits"][0]
+        assert "Not on this interpreter" in text and "read /dev/urandom and never wait" in text, text
+        assert "never waits (PyPy's own start)" in status["run_start"]
+    else:
+        assert status["limits"] == checked["limits"] == [] and "Not on this interpreter" not in text
+
+
+@pytest.mark.parametrize(("release", "answers"), [("5.4.0-150-generic", False), ("5.6.0", True), ("6.1.0-9", True)])
+def test_without_getrandom_dev_random_is_asked_only_on_linux_5_6_and_later(
+    monkeypatch: pytest.MonkeyPatch, release: str, answers: bool
+) -> None:
+    """In-process: an interpreter without os.getrandom (PyPy) on an older kernel counts the CRNG as ready, and status
+    and check say that no policy applies at early boot there."""
+    import os
+    import sys
+
+    from urandom_shim import _config, _readiness
+    from urandom_shim.cli import facts
+
+    monkeypatch.delattr(os, "getrandom", raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+    real = os.uname()
+    monkeypatch.setattr(os, "uname", lambda: os.uname_result((*real[:2], release, *real[3:])))
+    monkeypatch.setattr(_readiness, "_dev_random_answers", None)
+    monkeypatch.setattr(_readiness, "_settled", None)
+    assert _readiness.dev_random_answers() is answers
+    settings, _ = _config.resolve(who=facts.program(None)[0])
+    limits = [limit for limit in facts.interpreter_limits(settings) if "Linux 5.6" in limit]
+    if answers:
+        assert _readiness.kernel_state() in ("ready", "unready") and limits == []
+    else:
+        assert _readiness.kernel_state() == "unknown"
+        assert limits and f"on kernel {release} the CRNG counts as ready" in limits[0]
