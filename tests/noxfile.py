@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import find_python  # noqa: E402 - the same interpreter lookup as the tests
 
-ALL = "3.8,3.9,3.10,3.11,3.12,3.13,sid:3.14,sid:3.15,/usr/bin/python3"
+ALL = "3.8,3.9,3.10,3.11,3.12,3.13,sid:3.14,sid:3.15,/usr/bin/python3,/usr/bin/pypy3"
 SPECS = [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", ALL).split(",") if s.strip()]
 
 nox.options.sessions = ["matrix"]
@@ -49,8 +49,38 @@ def selection(spec: str, posargs: list[str], base: str | None = None) -> list[st
     return ["-m", " and ".join(parts)] if parts else []
 
 
+#: PyPy's session (Debian's pypy3, issue 36): the tests of start-up, waiting and the command line that apply to PyPy,
+#: with the interpreters they start being PyPy's, and the CPython-only ones among them skipped with their reason
+#: (the marker cpython_only). pytest itself runs on the runner's CPython: the suite's in-process tests are CPython's.
+#: About 2 minutes on 2 cores.
+PYPY_TESTS = ("tests/test_pypy.py", "tests/test_kernel_path.py", "tests/test_waits.py")
+PYPY_SELECTION = "venv and not slow and not kernel and not boot"
+
+
 def label(spec: str) -> str:
+    if spec == "/usr/bin/pypy3":
+        return "debian-pypy3"
     return "debian" if spec == "/usr/bin/python3" else spec.replace(":", "-")
+
+
+def pypy(session: nox.Session, spec: str) -> None:
+    """Debian's pypy3, installed from Debian's packages where it is missing (tests/debian.py)."""
+    from debian import Unavailable, pypy3
+
+    try:
+        interpreter = pypy3()
+    except Unavailable as exc:
+        missing = f"{spec} can't be had here: {exc}"
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            session.error(f"{missing}; CI=true, so that fails the run rather than pass on part of the matrix")
+        session.skip(missing)
+    session.chdir(ROOT)
+    marks = [] if any(a == "-m" or a.startswith("-m") for a in session.posargs) else ["-m", PYPY_SELECTION]
+    session.run(
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", *marks, *PYPY_TESTS, *session.posargs,
+        env={"URANDOM_SHIM_TEST_PYTHONS": str(interpreter)},
+        external=True,
+    )  # fmt: skip
 
 
 def in_sid(session: nox.Session, version: str) -> None:
@@ -79,6 +109,9 @@ def in_sid(session: nox.Session, version: str) -> None:
 def matrix(session: nox.Session, spec: str) -> None:
     if spec.startswith("sid:"):
         in_sid(session, spec[len("sid:") :])
+        return
+    if "pypy" in spec:
+        pypy(session, spec)
         return
     interpreter = find_python(spec)
     if interpreter is None:

@@ -73,6 +73,12 @@ LIMIT_PYPY_NATIVE = (
     "CRNG, or pep522 to refuse bytes until it is ready."
 )
 
+LIMIT_PYPY_EARLY_REFERENCES = (
+    "References to os.urandom that code took before the shim engaged (another .pth, a sitecustomize, or a program "
+    "that started before the CRNG looked ready) are not all found on PyPy, whose garbage collector can't list every "
+    "holder: such a call keeps PyPy's own os.urandom, which never waits. Import what uses os.urandom after start-up."
+)
+
 
 def is_pypy() -> bool:
     return sys.implementation.name == "pypy"
@@ -90,6 +96,8 @@ def interpreter_limits(settings: _policies.Settings) -> list[str]:
         limits.append(LIMIT_PYPY_OLD_KERNEL.format(release=uname().release if uname is not None else "?"))
     if is_pypy() and settings.policy_value is _policies.NATIVE:
         limits.append(LIMIT_PYPY_NATIVE)
+    if is_pypy():
+        limits.append(LIMIT_PYPY_EARLY_REFERENCES)
     return limits
 
 
