@@ -132,7 +132,7 @@ def test_status_and_check_say_what_this_interpreter_does_not_do(shim: Venv) -> N
     text = subprocess_run([cli(shim), "status"]).stdout
     if status["python"]["implementation"] == "pypy":
         assert status["limits"] == checked["limits"] and len(status["limits"]) == 2, status["limits"]
-        assert "not all found on PyPy" in status["limits"][1]
+        assert "in an attribute declared in __slots__" in status["limits"][1]
         assert "PyPy's own os.urandom() never waits" in status["limits"][0]
         assert "Not on this interpreter" in text and "read /dev/urandom and never wait" in text, text
         assert "never waits (PyPy's own start)" in status["run_start"]
@@ -166,3 +166,50 @@ def test_without_getrandom_dev_random_is_asked_only_on_linux_5_6_and_later(
     else:
         assert _readiness.kernel_state() == "unknown"
         assert limits and f"on kernel {release} the CRNG counts as ready" in limits[0]
+
+
+EARLY_HOLDER = """
+import functools, os, types
+from os import urandom
+from os import urandom as renamed
+LISTED = [os.urandom]
+MAPPED = {"rand": os.urandom}
+def default(n, rand=os.urandom):
+    return rand(n)
+def keyword(n, *, rand=os.urandom):
+    return rand(n)
+class Box:
+    rand = os.urandom
+    static = staticmethod(os.urandom)
+BOX = Box()
+BOX.own = os.urandom
+SPACE = types.SimpleNamespace(rand=os.urandom)
+PARTIAL = functools.partial(os.urandom)
+def _closure(rand=None):
+    held = os.urandom
+    return lambda n: held(n)
+CLOSURE = _closure()
+"""
+HOLDER_CALLS = (
+    "h.urandom(4)", "h.renamed(4)", "h.LISTED[0](4)", "h.MAPPED['rand'](4)", "h.default(4)", "h.keyword(4)",
+    "h.Box.rand(4)", "h.Box.static(4)", "h.BOX.static(4)", "h.BOX.own(4)", "h.SPACE.rand(4)", "h.PARTIAL(4)",
+    "h.CLOSURE(4)",
+)  # fmt: skip
+
+
+def test_every_reference_taken_before_the_shim_gets_the_policy(shim: Venv, tmp_path: Path) -> None:
+    """Issue 36: on PyPy the garbage collector reports a class, a function or an instance as the holder of a
+    reference, where CPython reports the dict or tuple inside it, so a class attribute or a default argument taken
+    before the shim (in another .pth) kept PyPy's own os.urandom and gave bytes under pep522."""
+    (tmp_path / "early_holder.py").write_text(EARLY_HOLDER)
+    hook = shim.site_packages / "aaa_test_holder.pth"
+    hook.write_text(f"import sys; sys.path.insert(0, {str(tmp_path)!r}); import early_holder\n")
+    call = "try:\n    {}\n    print('bytes', {!r})\nexcept BlockingIOError:\n    print('raised')\n"
+    code = "import early_holder as h\n" + "".join(call.format(c, c) for c in HOLDER_CALLS)
+    try:
+        result = shim.run(
+            "-c", code, env={"URANDOM_POLICY": "pep522", "URANDOM_SHIM_SIMULATE": "unready-forever"}, timeout=60
+        )
+    finally:
+        hook.unlink()
+    assert result.stdout.splitlines() == ["raised"] * len(HOLDER_CALLS), result.stdout + result.stderr
