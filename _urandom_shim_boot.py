@@ -49,6 +49,23 @@ def boot(how: str = "start") -> None:
         ready = False
     except Exception:  # noqa: BLE001  # no getrandom (not Linux), or denied (ENOSYS, EPERM): counts as ready
         ready = True
+        if sys.platform == "linux" and not hasattr(os, "getrandom"):
+            # PyPy, which has no os.getrandom: on Linux 5.6+ /dev/random is readable exactly once the CRNG is
+            # initialised, so one poll() asks what getrandom(GRND_NONBLOCK) would (urandom_shim._readiness).
+            try:
+                release = os.uname().release.split(".")
+                if (int(release[0]), int(release[1].split("-")[0])) >= (5, 6):
+                    import select
+
+                    fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                    try:
+                        poller = select.poll()
+                        poller.register(fd, select.POLLIN)
+                        ready = bool(poller.poll(0))
+                    finally:
+                        os.close(fd)
+            except Exception:  # noqa: BLE001 - an odd release string, or no /dev/random: counts as ready
+                pass
     if ready:
         sys.meta_path.insert(0, sys.modules[__name__])
         if ours:

@@ -91,8 +91,19 @@ VENV_FIXTURES = frozenset({"python", "venvs", "shim", "bare", "wheel", "fake_ker
 VENV_FILES = frozenset({"test_app_layouts.py", "test_cli_installed.py", "test_old_pythons.py"})
 
 
+def is_pypy(spec: str) -> bool:
+    """Whether the interpreter spec of the matrix names PyPy (``/usr/bin/pypy3``, sid's ``sid:pypy3``)."""
+    return "pypy" in os.path.basename(spec)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
+        only = item.get_closest_marker("cpython_only")
+        callspec = getattr(item, "callspec", None)
+        spec = callspec.params.get("python") if callspec is not None else None
+        if only is not None and (is_pypy(str(spec)) if spec is not None else sys.implementation.name == "pypy"):
+            reason = only.args[0] if only.args else only.kwargs.get("reason", "")
+            item.add_marker(pytest.mark.skip(reason=f"CPython only: {reason}"))
         fixtures = set(getattr(item, "fixturenames", ()))
         if (
             fixtures & VENV_FIXTURES

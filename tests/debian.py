@@ -87,6 +87,13 @@ def qemu() -> Path:
     return Path(str(shutil.which(QEMU)))
 
 
+def pypy3() -> Path:
+    """Debian's /usr/bin/pypy3, and its venv module (pypy3-venv), installed from Debian's packages if missing."""
+    apt_install("pypy3", lambda: Path("/usr/bin/pypy3").exists())
+    apt_install("pypy3-venv", lambda: subprocess.run(["/usr/bin/pypy3", "-c", "import ensurepip"]).returncode == 0)
+    return Path("/usr/bin/pypy3")
+
+
 def kvm_usable() -> bool:
     """True only with real hardware virtualisation: /dev/kvm opens, the CPU has vmx/svm, and KVM creates a VM.
 

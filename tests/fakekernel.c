@@ -18,6 +18,11 @@
  *   FAKE_KERNEL_URANDOM_WAITS=1  with FAKE_KERNEL_UNREADY, opening /dev/urandom or /dev/random also blocks until PATH
  *                             is deleted, as a read of /dev/urandom runs the jitter generator on Linux 5.18+: what
  *                             every interpreter's own start does for its hash secret, unless PYTHONHASHSEED is set.
+ *                             An open with O_NONBLOCK never waits.
+ *
+ * /dev/random, as on Linux 5.6+, where it blocks only until the CRNG is initialised: while PATH exists, poll() never
+ * reports it readable (it waits out its timeout), and a read of it blocks until PATH is deleted (EAGAIN if the file
+ * is non-blocking). PyPy, which has no os.getrandom, asks the kernel this way.
  * Without either, or once PATH is gone, every call goes to the real kernel.
  */
 #define _GNU_SOURCE
@@ -27,7 +32,9 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <time.h>
@@ -98,7 +105,8 @@ long syscall(long number, ...) {
 }
 
 /* /dev/urandom on Linux 5.18+: its first read waits for the CRNG (here, the open does). */
-static void wait_for_dev_random(const char *path) {
+static void wait_for_dev_random(const char *path, int flags) {
+    if (flags & O_NONBLOCK) return;
     const char *waits = getenv("FAKE_KERNEL_URANDOM_WAITS");
     if (path == NULL || waits == NULL || strcmp(waits, "1") != 0) return;
     if (strcmp(path, "/dev/urandom") != 0 && strcmp(path, "/dev/random") != 0) return;
@@ -119,7 +127,7 @@ typedef int (*openat_fn)(int, const char *, int, ...);
         mode_t mode = (mode_t)va_arg(args, int);                                \
         va_end(args);                                                           \
         if (real == NULL) real = (open_fn)dlsym(RTLD_NEXT, #name);              \
-        wait_for_dev_random(path);                                              \
+        wait_for_dev_random(path, flags);                                              \
         return real(path, flags, mode);                                         \
     }
 #define FAKE_OPENAT(name)                                                       \
@@ -130,7 +138,7 @@ typedef int (*openat_fn)(int, const char *, int, ...);
         mode_t mode = (mode_t)va_arg(args, int);                                \
         va_end(args);                                                           \
         if (real == NULL) real = (openat_fn)dlsym(RTLD_NEXT, #name);            \
-        wait_for_dev_random(path);                                              \
+        wait_for_dev_random(path, flags);                                              \
         return real(dir, path, flags, mode);                                    \
     }
 FAKE_OPEN(open)
@@ -145,17 +153,79 @@ typedef int (*openat2_fn)(int, const char *, int);
     int name(const char *path, int flags) {                                     \
         static open2_fn real = NULL;                                            \
         if (real == NULL) real = (open2_fn)dlsym(RTLD_NEXT, #name);             \
-        wait_for_dev_random(path);                                              \
+        wait_for_dev_random(path, flags);                                              \
         return real(path, flags);                                               \
     }
 #define FAKE_OPENAT_2(name)                                                     \
     int name(int dir, const char *path, int flags) {                            \
         static openat2_fn real = NULL;                                          \
         if (real == NULL) real = (openat2_fn)dlsym(RTLD_NEXT, #name);           \
-        wait_for_dev_random(path);                                              \
+        wait_for_dev_random(path, flags);                                              \
         return real(dir, path, flags);                                          \
     }
 FAKE_OPEN_2(__open_2)
 FAKE_OPEN_2(__open64_2)
 FAKE_OPENAT_2(__openat_2)
 FAKE_OPENAT_2(__openat64_2)
+
+/* /dev/random's readiness, as Linux 5.6+ reports it: poll() and read(). */
+static int is_dev_random(int fd) {
+    struct stat st;
+    return fd >= 0 && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && major(st.st_rdev) == 1 && minor(st.st_rdev) == 8;
+}
+
+static long long now_ms(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+typedef int (*poll_fn)(struct pollfd *, nfds_t, int);
+
+int poll(struct pollfd *fds, nfds_t n, int timeout) {
+    static poll_fn real = NULL;
+    if (real == NULL) real = (poll_fn)dlsym(RTLD_NEXT, "poll");
+    int ours = 0;
+    for (nfds_t i = 0; i < n && !ours; i++) ours = is_dev_random(fds[i].fd);
+    if (!ours || !unready()) return real(fds, n, timeout);
+    /* The other descriptors are polled in slices of 5 ms, with /dev/random left out (a negative fd is ignored). */
+    long long deadline = timeout < 0 ? -1 : now_ms() + timeout;
+    int saved[n > 0 ? n : 1];
+    for (nfds_t i = 0; i < n; i++) {
+        saved[i] = fds[i].fd;
+        if (is_dev_random(fds[i].fd)) fds[i].fd = -1;
+    }
+    int result;
+    for (;;) {
+        long long left = deadline < 0 ? 5 : deadline - now_ms();
+        result = real(fds, n, left < 0 ? 0 : (left < 5 ? (int)left : 5));
+        if (result != 0 || !unready() || (deadline >= 0 && now_ms() >= deadline)) break;
+    }
+    for (nfds_t i = 0; i < n; i++) fds[i].fd = saved[i];
+    if (result == 0 && !unready()) return real(fds, n, 0);
+    return result;
+}
+
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t size) {
+    (void)size;
+    return poll(fds, n, timeout);
+}
+
+typedef ssize_t (*read_fn)(int, void *, size_t);
+
+ssize_t read(int fd, void *buf, size_t size) {
+    static read_fn real = NULL;
+    if (real == NULL) real = (read_fn)dlsym(RTLD_NEXT, "read");
+    const char *path = getenv("FAKE_KERNEL_UNREADY");
+    if (path != NULL && *path != '\0' && is_dev_random(fd)) {
+        if (unready() && (fcntl(fd, F_GETFL) & O_NONBLOCK)) {
+            errno = EAGAIN;
+            return -1;
+        }
+        while (unready()) {
+            struct timespec pause = {0, 5 * 1000 * 1000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return real(fd, buf, size);
+}

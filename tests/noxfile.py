@@ -6,7 +6,8 @@
 
 One session per interpreter: CPython 3.8 to 3.13 from pyenv, Debian's /usr/bin/python3 with its own
 sitecustomize, and Debian's 3.14 and 3.15 from sid (``sid:3.14``, ``sid:3.15``), which run in a sid root of their own
-(tests/sid.py) without the real-kernel and boot tests. Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
+(tests/sid.py) without the real-kernel and boot tests; and PyPy, Debian 12's /usr/bin/pypy3 and sid's (``sid:pypy3``),
+with the tests that apply to it (PYPY_TESTS below). Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
 sessions: ``URANDOM_SHIM_WHEEL``) and the test requirements, and runs pytest there. So the tests that run in-process
 import the installed package, not the source tree, and every test that starts interpreters starts this one. An
 interpreter that is not installed is skipped, and nox prints the reason in its summary; under CI (``CI=true``, which
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 from conftest import find_python  # noqa: E402 - the same interpreter lookup as the tests
 
-ALL = "3.8,3.9,3.10,3.11,3.12,3.13,sid:3.14,sid:3.15,/usr/bin/python3"
+ALL = "3.8,3.9,3.10,3.11,3.12,3.13,sid:3.14,sid:3.15,/usr/bin/python3,/usr/bin/pypy3,sid:pypy3"
 SPECS = [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", ALL).split(",") if s.strip()]
 
 nox.options.sessions = ["matrix"]
@@ -49,12 +50,46 @@ def selection(spec: str, posargs: list[str], base: str | None = None) -> list[st
     return ["-m", " and ".join(parts)] if parts else []
 
 
+#: PyPy's session (Debian's pypy3, issue 36): the tests of start-up, waiting and the command line that apply to PyPy,
+#: with the interpreters they start being PyPy's, and the CPython-only ones among them skipped with their reason
+#: (the marker cpython_only). pytest itself runs on the runner's CPython: the suite's in-process tests are CPython's.
+#: sid's pypy3 (matrix(sid-pypy3), PyPy 8 on Python 3.11) runs the same selection. About 1.5 minutes each on 2 cores.
+PYPY_TESTS = (
+    "tests/test_pypy.py", "tests/test_kernel_path.py", "tests/test_waits.py", "tests/test_activation.py",
+    "tests/test_properties.py",
+)  # fmt: skip
+PYPY_SELECTION = "venv and not slow and not kernel and not boot"
+
+
 def label(spec: str) -> str:
+    if spec == "/usr/bin/pypy3":
+        return "debian-pypy3"
     return "debian" if spec == "/usr/bin/python3" else spec.replace(":", "-")
 
 
+def pypy(session: nox.Session, spec: str) -> None:
+    """Debian's pypy3, installed from Debian's packages where it is missing (tests/debian.py)."""
+    from debian import Unavailable, pypy3
+
+    try:
+        interpreter = pypy3()
+    except Unavailable as exc:
+        missing = f"{spec} can't be had here: {exc}"
+        if os.environ.get("CI", "").lower() in ("true", "1"):
+            session.error(f"{missing}; CI=true, so that fails the run rather than pass on part of the matrix")
+        session.skip(missing)
+    session.chdir(ROOT)
+    marks = [] if any(a == "-m" or a.startswith("-m") for a in session.posargs) else ["-m", PYPY_SELECTION]
+    session.run(
+        sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-n", "2", *marks, *PYPY_TESTS, *session.posargs,
+        env={"URANDOM_SHIM_TEST_PYTHONS": str(interpreter)},
+        external=True,
+    )  # fmt: skip
+
+
 def in_sid(session: nox.Session, version: str) -> None:
-    """Debian's own 3.14 or 3.15, in a sid root (tests/sid.py); the host's Debian session runs the kernel and boots."""
+    """Debian's own 3.14, 3.15 or pypy3, in a sid root (tests/sid.py); the host's Debian session runs the kernel and
+    boots."""
     import sid
 
     from debian import Unavailable
@@ -64,13 +99,17 @@ def in_sid(session: nox.Session, version: str) -> None:
         session.skip("the real-kernel and boot tests run in the host's Debian session, not in sid's root")
     try:
         sid.tree()
-        sid.wheelhouse(version)
+        sid.wheelhouse(sid.PYPY_RUNNER if version == sid.PYPY else version)
     except Unavailable as exc:
         missing = f"Python {version} from Debian sid can't be had here: {exc}"
         if os.environ.get("CI", "").lower() in ("true", "1"):
             session.error(f"{missing}; CI=true, so that fails the run rather than pass on part of the matrix")
         session.skip(missing)
-    chosen = selection(f"sid:{version}", session.posargs, "not kernel and not boot")
+    if version == sid.PYPY:  # sid's PyPy runs the same selection as the host's (pypy below)
+        marks = [] if any(a == "-m" or a.startswith("-m") for a in session.posargs) else ["-m", PYPY_SELECTION]
+        chosen = [*marks, *PYPY_TESTS]
+    else:
+        chosen = selection(f"sid:{version}", session.posargs, "not kernel and not boot")
     session.run(sys.executable, str(ROOT / "tests" / "sid.py"), version, *chosen, *session.posargs, external=True)
 
 
@@ -79,6 +118,9 @@ def in_sid(session: nox.Session, version: str) -> None:
 def matrix(session: nox.Session, spec: str) -> None:
     if spec.startswith("sid:"):
         in_sid(session, spec[len("sid:") :])
+        return
+    if "pypy" in spec:
+        pypy(session, spec)
         return
     interpreter = find_python(spec)
     if interpreter is None:

@@ -1,12 +1,13 @@
 """Python 3.14 and 3.15 as Debian ships them, for the matrix: a Debian sid tree, and the test suite run inside it.
 
     python tests/sid.py 3.15 [PYTEST ARGUMENTS]    # tests/noxfile.py's sessions matrix(sid-3.14), matrix(sid-3.15)
+    python tests/sid.py pypy3 [PYTEST ARGUMENTS]   # matrix(sid-pypy3): sid's PyPy, pytest on sid's 3.14
 
 The host (Debian 12) has neither interpreter, and sid's are built against a newer C library, so they run in their
 own root, as they would on a sid machine:
 
 1. **The tree** (cached under ``~/.cache/urandom-shim/sid/``, rebuilt when :data:`PACKAGES` changes): ``mmdebstrap``
-   (installed with apt if missing) builds sid with both interpreters, their venv modules, their own test suites
+   (installed with apt if missing) builds sid with both interpreters and PyPy, their venv modules, their own test suites
    (``libpython3.X-testsuite``, for ``tests/test_cpython_suites.py``), and a C compiler for the fake kernel. sid's
    ``Release`` file is past its ``Valid-Until`` date, so apt is told not to check it.
 2. **The wheels** the tests need inside (cached beside it): fetched by the host's pip for that Python version, because
@@ -34,10 +35,15 @@ from debian import Lock, Unavailable, apt_install, run
 ROOT = Path(__file__).resolve().parent.parent
 MIRROR = "deb http://deb.debian.org/debian sid main"
 VERSIONS = ("3.14", "3.15")
+#: sid's PyPy (``python tests/sid.py pypy3``, matrix(sid-pypy3)): the tests' interpreters are PyPy's, and pytest
+#: itself runs on this CPython of the root, as the host's PyPy session runs it on the runner's.
+PYPY, PYPY_RUNNER = "pypy3", "3.14"
 PACKAGES = (
     *(f"python{v}" for v in VERSIONS),
     *(f"python{v}-venv" for v in VERSIONS),
     *(f"libpython{v}-testsuite" for v in VERSIONS),
+    "pypy3",  # sid's PyPy: matrix(sid-pypy3) (tests/noxfile.py)
+    "pypy3-venv",
     "gcc",  # the fake kernel (tests/fakekernel.c)
     "libc6-dev",
     "mount",  # the overlay /etc of machine_file_in_etc (tests/conftest.py)
@@ -122,8 +128,10 @@ PASSED_ON = ("CI", "URANDOM_SHIM_KERNEL_REQUIRED", "HYPOTHESIS_PROFILE", "TERM")
 
 def main(argv: list[str]) -> int:
     version, pytest_args = argv[0], argv[1:]
+    tested = "/usr/bin/pypy3" if version == PYPY else f"/usr/bin/python{version}"
+    version = PYPY_RUNNER if version == PYPY else version
     if version not in VERSIONS:
-        raise SystemExit(f"tests/sid.py: Python {version} is not one of sid's here ({', '.join(VERSIONS)})")
+        raise SystemExit(f"tests/sid.py: Python {version} is not one of sid's here ({', '.join((*VERSIONS, PYPY))})")
     wheel = Path(os.environ.get("URANDOM_SHIM_WHEEL", ""))
     if not wheel.is_file():
         raise SystemExit("tests/sid.py: URANDOM_SHIM_WHEEL must name the built wheel (tests/run builds it)")
@@ -145,7 +153,7 @@ def main(argv: list[str]) -> int:
         "PATH": "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
         "HOME": "/root",
         "LANG": "C.UTF-8",
-        "URANDOM_SHIM_TEST_PYTHONS": f"/usr/bin/python{version}",
+        "URANDOM_SHIM_TEST_PYTHONS": tested,
         "URANDOM_SHIM_TEST_INSTALLED": "1",
         "URANDOM_SHIM_WHEEL": f"/wheel/{wheel.name}",
         "PIP_NO_INDEX": "1",

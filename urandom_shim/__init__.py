@@ -91,6 +91,8 @@ def _load(names: "tuple[str, ...]" = _UNREADY) -> None:
     # first doubt it stops, and the import system loads the rest the ordinary way (and writes the caches).
     import sys
 
+    if sys.implementation.name != "cpython":  # PyPy: its own caches and loader; the import system loads them
+        return
     try:
         import _frozen_importlib as bootstrap
         import _frozen_importlib_external as external

@@ -436,8 +436,8 @@ def patch_all_loaded_aliases(engine: "Engine", patcher: "Patcher", holders: "lis
     import gc
 
     # The walk doesn't see what gc.freeze() moved to the permanent generation (a pre-fork server's modules, say):
-    # then every module is scanned, as before the walk was shared.
-    if gc.get_freeze_count():
+    # then every module is scanned, as before the walk was shared. PyPy has no gc.freeze().
+    if getattr(gc, "get_freeze_count", int)():
         # Every module, each one's values tested here by identity at the speed of C first.
         ids = _patching.urandom_ids
         modules = []

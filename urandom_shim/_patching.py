@@ -279,9 +279,9 @@ def patch_stray_references(patcher: "Patcher", wrapper: "Callable[..., bytes]", 
     arguments, ``functools.partial``, ``staticmethod`` and closure cells. The garbage collector knows every container
     that holds one; each place is patched in place and restored when the CRNG becomes ready.
 
-    What can't be covered: a reference in a tuple that is not a default argument, a frozenset or dict key, a running
-    function's local variable, or C code. Those keep the interpreter's own behaviour, which never returns weak bytes:
-    it waits for the kernel.
+    What can't be covered: a reference in a tuple that is not a default argument, a frozenset or dict key, an
+    attribute declared in ``__slots__``, a running function's local variable, or C code. Those keep the interpreter's
+    own behaviour: CPython's waits for the kernel; PyPy's never waits, which ``status`` and ``check`` say there.
     """
     skip = _own_places()
     skip.update(id(namespace(module)) for module in holding_modules(holders))
@@ -322,6 +322,8 @@ def _places(holder: "Any", target: object) -> "list[_Attr]":
             return [_Attr(owner, key) for key in keys if isinstance(key, str)]
         return [_Item(holder, key) for key in keys]
     if kind is tuple:  # only a function's default arguments can be replaced
+        if not _DEFAULTS_IN_TUPLES:
+            return []  # PyPy reports the function itself (below): no second walk of the heap for its tuple
         indexes = [index for index, value in enumerate(holder) if value is target]
         return [
             _Default(function, index)
@@ -329,16 +331,32 @@ def _places(holder: "Any", target: object) -> "list[_Attr]":
             if getattr(function, "__defaults__", None) is holder
             for index in indexes
         ]
+    # PyPy's garbage collector reports the class, the function and the instance themselves, not the dict or the
+    # tuple that holds the reference on CPython.
+    if isinstance(holder, type):
+        return [_Attr(holder, key) for key, value in list(vars(holder).items()) if value is target]
+    if kind is _FUNCTION:
+        defaults = holder.__defaults__ or ()
+        keywords = holder.__kwdefaults__ or {}
+        return [_Default(holder, index) for index, value in enumerate(defaults) if value is target] + [
+            _Item(keywords, key) for key, value in keywords.items() if value is target
+        ]
     if kind is staticmethod:
         return [_Wrapped(holder, "__func__")]
     if kind.__name__ == "cell":
         return [_Wrapped(holder, "cell_contents")]
     if kind.__name__ == "partial" and kind.__module__ == "functools":
         return [_Wrapped(holder, "func")]
-    found = None if isinstance(holder, type) else getattr(holder, "__dict__", None)
-    if type(found) is dict:  # an instance whose attributes live in the object itself (Python 3.11+)
+    found = getattr(holder, "__dict__", None)
+    if type(found) is dict:  # an instance whose attributes live in the object itself (Python 3.11+, PyPy)
         return [_Item(found, key) for key, value in found.items() if value is target]
     return []  # a frame, a bound method, a frozenset, C code: nothing to set
+
+
+#: Whether a function's default arguments are a tuple the garbage collector reports (CPython), rather than the function
+#: itself (PyPy).
+_DEFAULTS_IN_TUPLES = sys.implementation.name == "cpython"
+_FUNCTION = type(_places)
 
 
 def _owning_class(namespace_: "dict[str, object]") -> "type | None":

@@ -4,7 +4,9 @@ Initialisation is one-way: once the kernel (or a simulation) has said "ready", t
 then every question costs one non-blocking ``getrandom()`` of one byte.
 
 Waiting blocks *inside the kernel* with ``getrandom(flags=0)``: since Linux 5.4 that runs the kernel's jitter-entropy
-generator, which polling with ``GRND_NONBLOCK`` does not. The blocking call runs in one helper thread shared by every
+generator, which polling with ``GRND_NONBLOCK`` does not. Where ``os.getrandom`` is missing (PyPy), Linux 5.6+'s
+``/dev/random`` stands in for it: readable exactly once the CRNG is initialised (one ``poll()`` asks), and a read
+blocks until then. The blocking call runs in one helper thread shared by every
 waiter, so that a waiter can give up after a timeout, print a diagnostic after ``warn_after`` seconds, and be
 interrupted by Ctrl-C while the kernel works.
 """
@@ -42,8 +44,13 @@ def kernel_state() -> str:
     if _settled is not None:
         return _settled
     getrandom = getattr(os, "getrandom", None)
-    if getrandom is None:  # not Linux: these platforms never hand out bytes before they are seeded
-        _settled = UNKNOWN
+    if getrandom is None:
+        if dev_random_answers():  # PyPy on Linux 5.6+
+            if _poll_dev_random(0):
+                _settled = READY
+                return _settled
+            return UNREADY
+        _settled = UNKNOWN  # not Linux: these platforms never hand out bytes before they are seeded
         return _settled
     try:
         getrandom(1, os.GRND_NONBLOCK)
@@ -58,6 +65,61 @@ def kernel_state() -> str:
         return UNKNOWN  # something odd: counts as ready, like the interpreter, which raises the same error itself
     _settled = READY
     return _settled
+
+
+_dev_random_answers: "bool | None" = None
+#: /dev/random's device number (1, 8): a file of that name that is anything else is not asked.
+_DEV_RANDOM = (1, 8)
+
+
+def dev_random_answers() -> bool:
+    """True where ``os.getrandom`` is missing on Linux 5.6+ (PyPy): there ``/dev/random`` blocks only until the CRNG
+    is initialised, so whether it is readable tells what ``getrandom(GRND_NONBLOCK)`` would. Before 5.6 it follows
+    an entropy estimate instead, and the kernel's state can't be asked without the system call."""
+    global _dev_random_answers
+    if _dev_random_answers is None:
+        _dev_random_answers = False
+        if sys.platform == "linux" and getattr(os, "getrandom", None) is None:
+            try:
+                release = os.uname().release.split(".")
+                _dev_random_answers = (int(release[0]), int(release[1].split("-")[0])) >= (5, 6)
+            except (ValueError, IndexError):
+                pass
+    return _dev_random_answers
+
+
+def _poll_dev_random(seconds: "float | None") -> bool:
+    """Whether ``/dev/random`` is readable (the CRNG is initialised), waiting up to ``seconds`` (forever if None) for
+    it. An error counts as ready, as a denied getrandom() does."""
+    import select
+
+    try:
+        fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return True
+    try:
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        return bool(poller.poll(None if seconds is None else max(0, int(seconds * 1000))))
+    except OSError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _block_on_dev_random() -> None:
+    """Block until the CRNG is initialised, in the kernel: a read of /dev/random, which on Linux 5.6+ waits for
+    exactly that (and runs the jitter-entropy generator meanwhile, as getrandom(0) does). PyPy releases the GIL."""
+    try:
+        fd = os.open("/dev/random", os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.read(fd, 1)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def state() -> str:
@@ -125,7 +187,10 @@ def _block_in_kernel(done: "_thread.LockType") -> None:
     # would freeze every other thread, the waiter's timeout, warn_after and Ctrl-C included. Found on a real booting
     # kernel (tests/kernel).
     try:
-        native_urandom(1)
+        if dev_random_answers():
+            _block_on_dev_random()
+        else:
+            native_urandom(1)
     except OSError:
         pass
     finally:
@@ -163,7 +228,9 @@ def _wait_in_this_thread(seconds: "float | None") -> None:
     runs again, not even a helper started earlier. Without a time limit, block in the kernel here, with the GIL
     released, as the interpreter's own os.urandom does; with one, sleep a little and let the caller ask the kernel
     again, so that the timeout holds."""
-    if seconds is None:
+    if dev_random_answers():
+        _poll_dev_random(seconds)
+    elif seconds is None:
         try:
             native_urandom(1)
         except OSError:

@@ -52,6 +52,56 @@ NATIVE_SEMANTICS = (
     "no wait_for_system_rng() of its own; seeding random never blocks and falls back to time and pid (bpo-32580)."
 )
 
+#: What PyPy (Debian's pypy3: 7.3.11 on Debian 12, newer in sid) does on its own: no os.getrandom, and an os.urandom
+#: that reads /dev/urandom.
+NATIVE_SEMANTICS_PYPY = (
+    "os.urandom() and SystemRandom read /dev/urandom and never wait (PyPy does not implement PEP 524), so before the "
+    "CRNG is initialised they may return predictable bytes; secrets does the same; there is no os.getrandom(); "
+    "seeding random never blocks. Choose pep524 or pep522 for the guarantee CPython gives on its own."
+)
+#: What a PyPy interpreter's own start does while the CRNG is unready: it reads its hash secret without waiting.
+RUN_START_PYPY = "reads its hash secret with a non-blocking getrandom(), so it never waits (PyPy's own start)"
+
+#: What does not work on this interpreter, as status and check say it (docs/explanation/compatibility.md).
+LIMIT_PYPY_OLD_KERNEL = (
+    "PyPy has no os.getrandom(), and before Linux 5.6 /dev/random can't tell whether the CRNG is initialised, so on "
+    "kernel {release} the CRNG counts as ready and no policy applies at early boot. Run the program with CPython, "
+    "or on Linux 5.6 or later, for the policy to apply."
+)
+LIMIT_PYPY_NATIVE = (
+    "Under policy 'native' PyPy's own os.urandom() never waits, unlike CPython's: choose pep524 to wait for the "
+    "CRNG, or pep522 to refuse bytes until it is ready."
+)
+
+LIMIT_PYPY_EARLY_REFERENCES = (
+    "A reference to os.urandom taken before the shim engaged (another .pth, a sitecustomize) and kept in a tuple "
+    "other than a default argument, in a set or as a dict key, in an attribute declared in __slots__, or in a "
+    "local variable of a function still running, can't be replaced: a call through it gets PyPy's own os.urandom, "
+    "which never waits (CPython's waits). Every other reference gets the policy. Keep such references in a module, "
+    "a class, a list or a dict value instead."
+)
+
+
+def is_pypy() -> bool:
+    return sys.implementation.name == "pypy"
+
+
+def native_semantics() -> str:
+    return NATIVE_SEMANTICS_PYPY if is_pypy() else NATIVE_SEMANTICS
+
+
+def interpreter_limits(settings: _policies.Settings) -> list[str]:
+    """What this interpreter can't do that the shim does on CPython: said by status and check, never silently off."""
+    limits = []
+    if getattr(os, "getrandom", None) is None and sys.platform == "linux" and not _readiness.dev_random_answers():
+        uname = getattr(os, "uname", None)
+        limits.append(LIMIT_PYPY_OLD_KERNEL.format(release=uname().release if uname is not None else "?"))
+    if is_pypy() and settings.policy_value is _policies.NATIVE:
+        limits.append(LIMIT_PYPY_NATIVE)
+    if is_pypy():
+        limits.append(LIMIT_PYPY_EARLY_REFERENCES)
+    return limits
+
 
 SITE_LABELS = {
     _policies.URANDOM: "os.urandom(), SystemRandom",
@@ -97,7 +147,7 @@ def describe_run_start(settings: _policies.Settings) -> str:
         return RUN_START_SEED + wrapped
     if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
         return RUN_START_FALLBACK.format(timeout=timeout) + wrapped
-    return RUN_START_WAITS
+    return RUN_START_PYPY if is_pypy() else RUN_START_WAITS
 
 
 def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
@@ -186,8 +236,10 @@ def status_facts() -> dict[str, Any]:
         "python": {
             "executable": sys.executable,
             "version": ".".join(str(part) for part in sys.version_info[:3]),
-            "native": NATIVE_SEMANTICS,
+            "implementation": sys.implementation.name,
+            "native": native_semantics(),
         },
+        "limits": interpreter_limits(settings),
         **activation,
         "policy": settings.policy_value.name,
         "policy_source": settings.policy.source,
@@ -361,6 +413,7 @@ def check_facts(target: str | None) -> dict[str, Any]:
         "policy": settings.policy_value.name,
         "policy_source": settings.policy.source,
         "run_start": describe_run_start(settings),
+        "limits": interpreter_limits(settings),
         "events_file": events_file_state(settings.events.value),
         "advice": [
             advice for advice in (package_file_not_the_programs(who), wheel_without_settings(who, settings)) if advice

@@ -98,8 +98,18 @@ def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy
     lines += rows(site_rows)
     lines += ["", f"This Python on its own ({python['version']})"]
     lines += textwrap.wrap(python["native"], width=100, initial_indent="  ", subsequent_indent="  ")
+    lines += limit_lines(report)
     lines += ["", "Problems" + (f" ({len(report['problems'])})" if report["problems"] else "")]
     lines += [f"  {line(p)}" for p in bounded(report["problems"])] or ["  none"]
+    return lines
+
+
+def limit_lines(report: dict[str, Any]) -> list[str]:
+    """What this interpreter can't do (PyPy's), one wrapped paragraph each; nothing where there is none."""
+    lines: list[str] = []
+    for limit in report.get("limits") or ():
+        lines += ["", "Not on this interpreter"] if not lines else [""]
+        lines += textwrap.wrap(limit, width=100, initial_indent="  ", subsequent_indent="  ")
     return lines
 
 
@@ -154,6 +164,7 @@ def check_lines(report: dict[str, Any]) -> list[str]:
             break_on_hyphens=False,
             break_long_words=False,
         )
+    lines += limit_lines(report)
     if problems:
         lines += ["", f"Problems ({len(problems)}): {PRINTED_WHEN}"]
         lines += [f"  {line(p)}" for p in bounded(problems)]
