@@ -332,8 +332,12 @@ def our_tables(text: str) -> "str | None":
     the whole document is read then.
 
     Certain means every ``urandom-shim`` in the document is in one of our headers, in the lines under them, or in a
-    plain string value elsewhere (a dependency on us); and the document has no multi-line string (whose lines could
-    look like a header) and no escape that could spell ``urandom-shim`` in a quoted key. Each of our tables runs from
+    plain string value elsewhere (a dependency on us); the document has no multi-line string (whose lines could
+    look like a header) and no escape that could spell ``urandom-shim`` in a quoted key; and the brackets and braces
+    before each of our headers balance. An array or inline table left open before a header (``dependencies = [``
+    unclosed) makes its lines part of the value, where ``tomllib`` rejects the document at our header: counting is
+    cheap (four ``str.count``), and a bracket in a string or comment that doesn't balance only makes the whole
+    document be read. Each of our tables runs from
     its header to the next line that starts with ``[``: if that line is inside one of our arrays instead, the reader
     fails on the part and the whole document is read. Other tools' tables are not read at all; for every document
     ``tomllib`` accepts, this gives its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
@@ -349,6 +353,7 @@ def our_tables(text: str) -> "str | None":
     if _defines_tool(text):
         return None
     parts: list[str] = []
+    counted = depth = 0
     found = text.find("urandom-shim")
     while found >= 0:
         start, end = _line_around(text, found)
@@ -357,6 +362,11 @@ def our_tables(text: str) -> "str | None":
             name = line[2 : line.find("]]")] if line[:2] == "[[" else line[1 : line.find("]")]
             if name != OURS and not name.startswith(OURS + "."):
                 return None  # our name in a header that is not plainly ours
+            before = text[counted:start]
+            depth += before.count("[") - before.count("]") + before.count("{") - before.count("}")
+            if depth:
+                return None  # an array or inline table left open before our header swallows it: tomllib decides
+            counted = start
             # The table runs to the next line that starts with "[".
             stop = end
             while stop < len(text):
