@@ -248,7 +248,9 @@ MALFORMED = [
 @settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(
     prefix=st.lists(
-        st.one_of(st.sampled_from(['{"v":1,', '{"v":', '{"a":"', "\\", '"', "[", "{", "}", "]", ",", ":", "1"]), st.text()),
+        st.one_of(
+            st.sampled_from(['{"v":1,', '{"v":', '{"a":"', "\\", '"', "[", "{", "}", "]", ",", ":", "1"]), st.text()
+        ),
         max_size=12,
     ).map("".join),
     index=st.integers(0, 7),

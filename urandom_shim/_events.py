@@ -16,8 +16,9 @@ Sinks:
 - the events file (``events = "/run/urandom-shim/events.jsonl"``): one ``O_APPEND`` write of one line per event, at most
   :data:`MAX_RECORD` bytes (``PIPE_BUF``), so that any number of processes can append to it without a lost or torn
   line. The write starts with a newline too, so that a record always has a line of its own, whatever another writer
-  left unfinished before it (a blank line between records is nothing). It is opened with ``O_NOFOLLOW`` and written only if it is a regular file. Any failure is silent: no program
-  fails because the file can't be written (``urandom-shim check`` says why it can't).
+  left unfinished before it (a blank line between records is nothing). It is opened with ``O_NOFOLLOW`` and
+  written only if it is a regular file. Any failure is silent: no program fails because the file can't be written
+  (``urandom-shim check`` says why it can't).
 
 This module is imported on the first event only: the ready path never loads it, and an unready start that makes no
 call in the window neither. It imports nothing but what is loaded already (``json`` would import ``re``).

@@ -120,7 +120,7 @@ INVALID_VALUE_IGNORED = (
     "{what} is not a valid {key}; expected {expected}{hint}; ignoring it, so {key} is {instead} from {source}."
 )
 WHITESPACE_HINT = " (it has whitespace before or after it; did you mean {stripped!r}?)"
-UNKNOWN_KEY = "unknown key {shown} (valid keys are {valid}); ignoring it."
+UNKNOWN_KEY = "unknown key {shown}{hint} (valid keys are {valid}); ignoring it."
 FLOOR_UNUSABLE = "unusable, read as allow_weak = false"
 EXPECTED_SECONDS = "a finite number of seconds >= 0, or 'none'"
 EXPECTED_EVENTS_PATH = (
