@@ -334,10 +334,11 @@ def our_tables(text: str) -> "str | None":
     Certain means every ``urandom-shim`` in the document is in one of our headers, in the lines under them, or in a
     plain string value elsewhere (a dependency on us); the document has no multi-line string (whose lines could
     look like a header) and no escape that could spell ``urandom-shim`` in a quoted key; and the brackets and braces
-    before each of our headers balance. An array or inline table left open before a header (``dependencies = [``
-    unclosed) makes its lines part of the value, where ``tomllib`` rejects the document at our header: counting is
-    cheap (four ``str.count``), and a bracket in a string or comment that doesn't balance only makes the whole
-    document be read. Each of our tables runs from
+    between each of our headers and the plain header above it (:func:`_last_header`) balance. An array or inline
+    table left open before a header (``dependencies = [`` unclosed) makes its lines part of the value, where
+    ``tomllib`` rejects the document at our header: counting those few lines is cheap, and a bracket in a string or
+    comment there that doesn't balance only makes the whole document be read (one that balances a real one, as in
+    ``x = [ # ]``, goes unseen: the count doesn't read strings or comments). Each of our tables runs from
     its header to the next line that starts with ``[``: if that line is inside one of our arrays instead, the reader
     fails on the part and the whole document is read. Other tools' tables are not read at all; for every document
     ``tomllib`` accepts, this gives its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
@@ -353,7 +354,7 @@ def our_tables(text: str) -> "str | None":
     if _defines_tool(text):
         return None
     parts: list[str] = []
-    counted = depth = 0
+    counted = 0
     found = text.find("urandom-shim")
     while found >= 0:
         start, end = _line_around(text, found)
@@ -362,9 +363,10 @@ def our_tables(text: str) -> "str | None":
             name = line[2 : line.find("]]")] if line[:2] == "[[" else line[1 : line.find("]")]
             if name != OURS and not name.startswith(OURS + "."):
                 return None  # our name in a header that is not plainly ours
-            before = text[counted:start]
-            depth += before.count("[") - before.count("]") + before.count("{") - before.count("}")
-            if depth:
+            begin = _last_header(text, counted, start)
+            if text.count("[", begin, start) != text.count("]", begin, start) or text.count(
+                "{", begin, start
+            ) != text.count("}", begin, start):
                 return None  # an array or inline table left open before our header swallows it: tomllib decides
             counted = start
             # The table runs to the next line that starts with "[".
@@ -395,6 +397,21 @@ def _may_hide_a_name(text: str) -> bool:
         or "\\X" in text
         or text[:1] == "\ufeff"
     )
+
+
+def _last_header(text: str, begin: int, start: int) -> int:
+    """Where the last line before ``start`` (and from ``begin``) that opens another table's plain header starts
+    (``[`` or ``[[`` and a letter at its start, as in ``[tool.ruff]``), or ``begin``. An array or inline table left
+    open above that line can't swallow our header: ``tomllib`` fails at that line, which is not a value (a header's
+    first word is none unless it starts like ``true``, ``false``, ``inf`` or ``nan``), nor a key. So only the lines
+    from there to our header are counted: a few, at the cost of one search backwards."""
+    found = text.rfind("\n[", begin, start)
+    while found >= 0:
+        name = text[found + 2 : found + 8].lstrip("[")
+        if name[:1].isalpha() and name[:1].isascii() and not name.startswith(("true", "false", "inf", "nan")):
+            return found + 1
+        found = text.rfind("\n[", begin, found)
+    return begin
 
 
 def _line_around(text: str, index: int) -> "tuple[int, int]":
