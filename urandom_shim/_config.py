@@ -83,13 +83,19 @@ def _near_miss(text: str, valid: "tuple[str, ...]") -> str:
     stripped = text.strip()
     if stripped != text and stripped in valid:
         return _messages.WHITESPACE_HINT.format(stripped=stripped)
+    best = _nearest(text, valid)
+    return "" if best is None else f" (did you mean {best!r}?)"
+
+
+def _nearest(text: str, valid: "tuple[str, ...]") -> "str | None":
+    """The name in ``valid`` that ``text`` misspells (case, separators, a prefix, a typo or two), or None."""
     folded = "".join(text.split()).lower().replace("-", "").replace("_", "")
-    plain = {name: name.replace("-", "").replace("_", "") for name in valid}
+    plain = {name: name.lower().replace("-", "").replace("_", "") for name in valid}
     exact = [name for name in valid if plain[name] == folded or (len(folded) > 2 and name.startswith(folded))]
     if exact:
-        return f" (did you mean {exact[0]!r}?)"
+        return exact[0]
     distance, best = min((_distance(folded, plain[name]), name) for name in valid)
-    return f" (did you mean {best!r}?)" if distance <= 2 else ""
+    return best if distance <= 2 else None
 
 
 def _distance(a: str, b: str) -> int:
@@ -480,6 +486,25 @@ def environment_problems(environ: "Mapping[str, str] | None" = None, flags: obje
     return problems
 
 
+#: ``URANDOM_SHIM_*`` variables that ``urandom-shim`` sets for itself (or the tests, for their own runs): never a
+#: user's misspelling of one in :data:`VARIABLES`.
+OWN_VARIABLES = (ENV_GIVEN_AS, ENV_LAUNCHER, "URANDOM_SHIM_HOME", "URANDOM_SHIM_CALLER_HASHSEED")
+
+
+def misspelt_variables(environ: "Mapping[str, str]") -> "list[str]":
+    """One line per ``URANDOM_*`` variable that the shim doesn't read but that is close to one it does (``TIMOUT``
+    for ``TIMEOUT``). Found by :func:`resolve`, so on the unready path and by ``check`` and ``status``, never on the
+    ready path, which looks up the names it knows and no others (docs/reference/environment.md). A name close to
+    none is another program's business, and is left alone."""
+    problems = []
+    for name in environ:
+        if name[:8] == "URANDOM_" and name not in VARIABLES and name not in OWN_VARIABLES and len(name) <= 60:
+            best = _nearest(name, VARIABLES)
+            if best is not None:
+                problems.append(_messages.MISSPELT_VARIABLE.format(variable=name, best=best))
+    return problems
+
+
 def report_environment() -> None:
     """Called by ``_urandom_shim_boot`` on the ready path when a ``URANDOM_*`` variable looks wrong: one line per
     problem, the same lines (without what applies instead) as on the unready path and in ``urandom-shim check``."""
@@ -521,6 +546,8 @@ def resolve(
     who = _sources.invocation(argv) if who is None else who
     if who.problem is not None and not ignore_environment:
         messages.append(who.problem)
+    if not ignore_environment:
+        messages.extend(misspelt_variables(environ))
     program = who.program
     ignored = _messages.NOTE_IGNORED_UNDER_E
 

@@ -343,6 +343,27 @@ def events_file_state(path: str | None) -> str | None:
     return "appended to"
 
 
+def check_only_problems(settings: _policies.Settings) -> list[str]:
+    """What ``check`` counts as problems that a start doesn't print, because a start can't tell them from a choice:
+    a machine file that ``URANDOM_SHIM_MACHINE_CONFIG`` names and that doesn't exist (tests and image builds point it
+    at nothing on purpose; a start then reads no machine file, silently), and an events file whose directory doesn't
+    exist (a failed write is silent, by design)."""
+    problems = []
+    moved = None if _config.environment_ignored() else os.environ.get(_config.ENV_MACHINE)
+    if moved and not os.path.lexists(moved):
+        problems.append(
+            _messages.MACHINE_FILE_MISSING.format(
+                variable=_config.ENV_MACHINE, path=_sources.clip(moved, 200), machine_file=_sources.MACHINE_FILE
+            )
+        )
+    path = settings.events.value
+    if path and not os.path.isdir(os.path.dirname(path) or "/"):
+        problems.append(
+            _messages.EVENTS_DIRECTORY_MISSING.format(source=settings.events.source, path=_sources.clip(path, 200))
+        )
+    return problems
+
+
 def check_facts(target: str | None) -> dict[str, Any]:
     """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
     would get, every source tried and what it contributed, and the problems an interpreter would print."""
@@ -352,6 +373,7 @@ def check_facts(target: str | None) -> dict[str, Any]:
     trace: list[tuple[str, list[str]]] = []
     settings, config_problems = _config.resolve(who=who, trace=trace)
     problems.extend(config_problems)
+    problems.extend(check_only_problems(settings))
     return {
         "resolved_for": described,
         "program": who.program,
