@@ -493,9 +493,9 @@ OWN_VARIABLES = (ENV_GIVEN_AS, ENV_LAUNCHER, "URANDOM_SHIM_HOME", "URANDOM_SHIM_
 
 def misspelt_variables(environ: "Mapping[str, str]") -> "list[str]":
     """One line per ``URANDOM_*`` variable that the shim doesn't read but that is close to one it does (``TIMOUT``
-    for ``TIMEOUT``). Found by :func:`resolve`, so on the unready path and by ``check`` and ``status``, never on the
-    ready path, which looks up the names it knows and no others (docs/reference/environment.md). A name close to
-    none is another program's business, and is left alone."""
+    for ``TIMEOUT``): what ``check`` and ``status`` report. No start looks: the ready path looks up the names it
+    knows, and scanning every variable cost an unready start 0.1 M instructions, more than 3.15's budget leaves
+    (docs/reference/environment.md). A name close to none is another program's business, and is left alone."""
     problems = []
     for name in environ:
         if name[:8] == "URANDOM_" and name not in VARIABLES and name not in OWN_VARIABLES and len(name) <= 60:
@@ -546,8 +546,6 @@ def resolve(
     who = _sources.invocation(argv) if who is None else who
     if who.problem is not None and not ignore_environment:
         messages.append(who.problem)
-    if not ignore_environment:
-        messages.extend(misspelt_variables(environ))
     program = who.program
     ignored = _messages.NOTE_IGNORED_UNDER_E
 

@@ -177,6 +177,8 @@ def status_facts() -> dict[str, Any]:
     who, described = program(None)
     settings, config_problems = _config.resolve(who=who)
     problems.extend(config_problems)
+    if not _config.environment_ignored():
+        problems.extend(_config.misspelt_variables(os.environ))
     if activation["inactive_reason"] and not activation["active"]:
         problems.append(_messages.NOT_ACTIVE.format(inactive_reason=activation["inactive_reason"]))
     simulated_unready = simulation is not None and simulation["unready"]
@@ -344,11 +346,12 @@ def events_file_state(path: str | None) -> str | None:
 
 
 def check_only_problems(settings: _policies.Settings) -> list[str]:
-    """What ``check`` counts as problems that a start doesn't print, because a start can't tell them from a choice:
+    """What ``check`` counts as problems that a start doesn't print: misspelt variables (a start doesn't look), and
+    what a start can't tell from a choice:
     a machine file that ``URANDOM_SHIM_MACHINE_CONFIG`` names and that doesn't exist (tests and image builds point it
     at nothing on purpose; a start then reads no machine file, silently), and an events file whose directory doesn't
     exist (a failed write is silent, by design)."""
-    problems = []
+    problems = [] if _config.environment_ignored() else _config.misspelt_variables(os.environ)
     moved = None if _config.environment_ignored() else os.environ.get(_config.ENV_MACHINE)
     if moved and not os.path.lexists(moved):
         problems.append(
