@@ -83,19 +83,13 @@ def _near_miss(text: str, valid: "tuple[str, ...]") -> str:
     stripped = text.strip()
     if stripped != text and stripped in valid:
         return _messages.WHITESPACE_HINT.format(stripped=stripped)
-    best = _nearest(text, valid)
-    return "" if best is None else f" (did you mean {best!r}?)"
-
-
-def _nearest(text: str, valid: "tuple[str, ...]") -> "str | None":
-    """The name in ``valid`` that ``text`` misspells (case, separators, a prefix, a typo or two), or None."""
     folded = "".join(text.split()).lower().replace("-", "").replace("_", "")
-    plain = {name: name.lower().replace("-", "").replace("_", "") for name in valid}
+    plain = {name: name.replace("-", "").replace("_", "") for name in valid}
     exact = [name for name in valid if plain[name] == folded or (len(folded) > 2 and name.startswith(folded))]
     if exact:
-        return exact[0]
+        return f" (did you mean {exact[0]!r}?)"
     distance, best = min((_distance(folded, plain[name]), name) for name in valid)
-    return best if distance <= 2 else None
+    return f" (did you mean {best!r}?)" if distance <= 2 else ""
 
 
 def _distance(a: str, b: str) -> int:
@@ -483,25 +477,6 @@ def environment_problems(environ: "Mapping[str, str] | None" = None, flags: obje
         problem = _sources.check_file(named, _named_label(named))
         if problem is not None:
             problems.append(problem)
-    return problems
-
-
-#: ``URANDOM_SHIM_*`` variables that ``urandom-shim`` sets for itself (or the tests, for their own runs): never a
-#: user's misspelling of one in :data:`VARIABLES`.
-OWN_VARIABLES = (ENV_GIVEN_AS, ENV_LAUNCHER, "URANDOM_SHIM_HOME", "URANDOM_SHIM_CALLER_HASHSEED")
-
-
-def misspelt_variables(environ: "Mapping[str, str]") -> "list[str]":
-    """One line per ``URANDOM_*`` variable that the shim doesn't read but that is close to one it does (``TIMOUT``
-    for ``TIMEOUT``): what ``check`` and ``status`` report. No start looks: the ready path looks up the names it
-    knows, and scanning every variable cost an unready start 0.1 M instructions, more than 3.15's budget leaves
-    (docs/reference/environment.md). A name close to none is another program's business, and is left alone."""
-    problems = []
-    for name in environ:
-        if name[:8] == "URANDOM_" and name not in VARIABLES and name not in OWN_VARIABLES and len(name) <= 60:
-            best = _nearest(name, VARIABLES)
-            if best is not None:
-                problems.append(_messages.MISSPELT_VARIABLE.format(variable=name, best=best))
     return problems
 
 
