@@ -144,7 +144,6 @@ def hermetic(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tm
 
     scratch = tmp_path_factory.mktemp("hermetic")
     monkeypatch.setenv("HOME", str(scratch / "home"))
-    monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(scratch / "machine.toml"))
     monkeypatch.setattr(_sources, "MACHINE_FILE", str(scratch / "etc-urandom-shim.toml"))
     monkeypatch.setattr(_sources, "environment_file", lambda: str(scratch / "environment.toml"))
 

@@ -28,6 +28,7 @@ def isolated(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     """A scratch current directory (conftest's ``hermetic`` already took away every file and variable of ours)."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(tmp_path / "machine.toml"))
+    (tmp_path / "machine.toml").write_text("")  # a variable naming no file is a problem for check
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
@@ -276,6 +277,55 @@ def test_check_is_clean_with_no_configuration(capsys: pytest.CaptureFixture[str]
     assert "  environment variable URANDOM_POLICY " in out and " not set\n" in out
     assert "  the project's pyproject.toml" in out and f"none found in {isolated} or above" in out
     assert out.rstrip().endswith("No problems.")
+
+
+def test_check_suggests_the_variable_that_a_misspelt_one_meant(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 36: URANDOM_SHIM_TIMOUT=5 changed nothing and nothing said so. ``check`` names it and the variable it
+    meant; the ready path's check of the variables (``environment_problems``) looks up known names only."""
+    from urandom_shim import _config
+
+    monkeypatch.setenv("URANDOM_SHIM_TIMOUT", "5")
+    monkeypatch.setenv("URANDOM_POLICE", "pep522")
+    monkeypatch.setenv("URANDOM_SHIM_HOME", "/somewhere")  # set by `urandom-shim run` itself: not a typo
+    monkeypatch.setenv("URANDOM_SOMETHING_ELSE", "1")  # close to none of ours: another program's
+    code, out, _err = run_main(capsys, "check")
+    assert code == 1
+    assert (
+        "environment variable URANDOM_SHIM_TIMOUT is not one the shim reads, so it changes nothing "
+        "(did you mean 'URANDOM_SHIM_TIMEOUT'?); ignoring it." in " ".join(out.split())
+    ), out
+    assert "(did you mean 'URANDOM_POLICY'?)" in " ".join(out.split()), out
+    assert "URANDOM_SHIM_HOME" not in out and "URANDOM_SOMETHING_ELSE" not in out
+    assert _config.environment_problems() == []
+
+
+def test_check_reports_a_machine_file_that_the_variable_names_and_that_does_not_exist(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 36: as a missing URANDOM_SHIM_CONFIG file is (a start reads no machine file then, silently)."""
+    monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(tmp_path / "typo" / "machine.toml"))
+    code, out, _err = run_main(capsys, "check")
+    assert code == 1
+    assert f"URANDOM_SHIM_MACHINE_CONFIG names '{tmp_path / 'typo' / 'machine.toml'}', which does not exist" in (
+        " ".join(out.split())
+    ), out
+
+
+@pytest.mark.parametrize("where", ["variable", "key"])
+def test_check_reports_an_events_file_whose_directory_does_not_exist(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, isolated: Path, where: str
+) -> None:
+    """Issue 36: check said "not written" and then "No problems.", exit 0; every event would be lost."""
+    events = "/nonexistent-urandom-shim-dir/events.jsonl"
+    if where == "variable":
+        monkeypatch.setenv("URANDOM_SHIM_EVENTS", events)
+    else:
+        (isolated / "pyproject.toml").write_text(f'[tool.urandom-shim]\nevents = "{events}"\n')
+    code, out, _err = run_main(capsys, "check")
+    assert code == 1
+    assert f"names the events file '{events}', whose directory does not exist" in " ".join(out.split()), out
 
 
 def test_check_lists_every_source_and_what_it_contributed(

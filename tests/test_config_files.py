@@ -77,7 +77,7 @@ BAD_CASES: list[tuple[str, str, Any, str]] = [
     ("on-timeout-bool", "pyproject", "[tool.urandom-shim]\non_timeout = true\n",
      "on_timeout = true is not a valid on_timeout; expected one of 'raise', 'fallback'"),
     ("unknown-key", "pyproject", '[tool.urandom-shim]\npolcy = "pep524"\n',
-     "[tool.urandom-shim]: unknown key 'polcy' (valid keys are 'policy', 'timeout', 'on_timeout', 'warn_after', "
+     "[tool.urandom-shim]: unknown key 'polcy' (did you mean 'policy'?) (valid keys are 'policy', 'timeout', 'on_timeout', 'warn_after', "
      "'seed_random_instances', 'mode', 'events'); ignoring it."),
     ("admin-key-in-project", "pyproject", "[tool.urandom-shim]\nallow_weak = true\n",
      "unknown key 'allow_weak' (it is only honoured in the environment's and the machine's files)"),

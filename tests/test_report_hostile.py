@@ -31,7 +31,7 @@ import urandom_shim
 from urandom_shim import _events, _policies
 from urandom_shim.cli import exits
 from urandom_shim.cli import main as cli
-from urandom_shim.report import journal, shim_lines, verdict
+from urandom_shim.report import gather, journal, shim_lines, verdict
 
 #: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
 PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
@@ -243,6 +243,36 @@ MALFORMED = [
     "[1,2,3]",
     "not json at all",
 ]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(
+    prefix=st.lists(
+        st.one_of(
+            st.sampled_from(['{"v":1,', '{"v":', '{"a":"', "\\", '"', "[", "{", "}", "]", ",", ":", "1"]), st.text()
+        ),
+        max_size=12,
+    ).map("".join),
+    index=st.integers(0, 7),
+)
+def test_what_another_writer_left_before_a_record_on_its_line_cant_hide_or_alter_it(prefix: str, index: int) -> None:
+    """A record that an older shim (no newline before it) appended to a line another writer left unfinished is
+    still read, exactly as written, whatever that writer left: no prefix makes more of the line parse."""
+    record = sample_records()[index]
+    line = prefix.replace("\n", " ").replace("\r", " ").encode("utf-8", "replace") + _events.dumps(record).encode()
+    found, skipped = gather.parse_records(b"\n" + line + b"\n\n")
+    assert found == [record], (prefix, found)
+    assert skipped == (0 if prefix.strip(" \t") == "" else 1), prefix
+
+
+def test_a_line_of_many_record_starts_is_read_in_bounded_time(tmp_path: Path) -> None:
+    """Another writer can make the reader look for a record in every line it writes: one parse per line, from the
+    last place a record could start, so a file of such lines is read in time linear in its size."""
+    line = b'{"v":"' + b'{"v":' * 800 + b"\n"
+    started = time.monotonic()
+    found, skipped = gather.parse_records(line * 4000)
+    assert found == [] and skipped == 4000
+    assert time.monotonic() - started < 5
 
 
 def test_malformed_records_are_skipped_and_counted_never_an_internal_error(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ import json
 import os
 import random
 import secrets
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
@@ -40,7 +42,8 @@ UNREADY = {"URANDOM_SHIM_SIMULATE": "unready-forever"}
 
 
 def read_events(path: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    """The records of an events file: each write begins a line of its own, so blank lines come between them."""
+    return [json.loads(line) for line in path.read_text().splitlines() if line]
 
 
 # -- in-process: report mode never enforces anything ----------------------------------------------------------------
@@ -139,7 +142,7 @@ def test_the_event_encoder_writes_json_that_is_plain_ascii(value: Any) -> None:
 def test_the_events_file_is_only_ever_appended_to_a_regular_file(tmp_path: Path) -> None:
     regular = tmp_path / "events.jsonl"
     assert _events.append(str(regular), '{"v":1}') and _events.append(str(regular), '{"v":1}')
-    assert regular.read_text() == '{"v":1}\n{"v":1}\n'
+    assert regular.read_text() == '\n{"v":1}\n\n{"v":1}\n', "each record on a line of its own"
     assert oct(regular.stat().st_mode & 0o777) == oct(0o600 & ~_umask()), "created for its owner only"
     target = tmp_path / "elsewhere"
     target.write_text("precious\n")
@@ -163,7 +166,7 @@ def _umask() -> int:
 def test_a_long_command_line_is_cut_to_fit_one_write_and_the_event_is_kept() -> None:
     event = {"v": 1, "event": "call", "call": "os.urandom(16)", "argv": ["é" * 200] * 32, "caller": "x.py:1"}
     record = _events.fitted(event)
-    assert len(record.encode()) < _events.MAX_RECORD
+    assert len(record.encode()) + 2 <= _events.MAX_RECORD, "with the newlines before and after it: one write"
     parsed = json.loads(record)
     assert parsed["call"] == "os.urandom(16)" and parsed["argv_cut"] is True and 0 < len(parsed["argv"]) < 32
 
@@ -316,13 +319,71 @@ def test_twenty_processes_append_to_one_file_without_a_lost_or_torn_line(shim: V
     assert [process.wait(timeout=120) for process in processes] == [0] * 20
     raw = events.read_bytes()
     assert raw.endswith(b"\n")
-    records = [json.loads(line) for line in raw.splitlines()]  # a torn line would not parse
-    assert all(len(line) + 1 <= _events.MAX_RECORD for line in raw.splitlines())
+    lines = [line for line in raw.splitlines() if line]  # each write begins a line of its own: blanks between
+    records = [json.loads(line) for line in lines]  # a torn line would not parse
+    assert all(len(line) + 2 <= _events.MAX_RECORD for line in lines)
     assert len(records) == 20 * sites
     by_process = {p.pid: {f"{script}:{n}" for n in range(3, 3 + sites)} for p in processes}
     for record in records:
         by_process[record["pid"]].discard(record["caller"])
     assert not any(by_process.values()), "lost events"
+
+
+#: Another user's writes to the shared events file: a forged record that fails no gate, then a line left without
+#: its newline, then one byte at a time until told to stop (issue 36).
+HOSTILE = """
+import os, sys, time
+path, stop = sys.argv[1], sys.argv[2]
+try:
+    open(path, "rb")
+    sys.exit("this user can read the events file: not the real mode")
+except PermissionError:
+    pass
+fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+decoy = b'{"v":1,"event":"call","program":"decoy","call":"import random","site":"random._inst","action":"best-effort","would":"best-effort"}'
+os.write(fd, decoy + b"\\n" + b'{"v":1,"call":"os.urandom(1)","program":"decoy","unit":"x')
+print("started", flush=True)
+while not os.path.exists(stop):
+    os.write(fd, b"x")
+    time.sleep(0.001)
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+def test_records_survive_another_users_partial_lines_in_the_shared_events_file(shim: Venv) -> None:
+    """The events file as the events page sets it up (mode 0622 in root's directory): another user appends a forged
+    record that fails no gate and a line without its newline, then one byte at a time while services write. Every
+    service's record is still read, and the gate still fails."""
+    top = Path(tempfile.mkdtemp(prefix="urandom-shim-events-"))
+    try:
+        top.chmod(0o755)  # pytest's own tmp_path is root's alone: another user could not reach the file
+        events, stop = top / "events.jsonl", top / "stop"
+        events.touch()
+        events.chmod(0o622)
+        hostile = subprocess.Popen(
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", HOSTILE,
+             str(events), str(stop)],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        assert hostile.stdout is not None and hostile.stdout.readline() == "started\n", hostile.communicate()
+        env = {**UNREADY, "URANDOM_POLICY": "legacy", "URANDOM_SHIM_EVENTS": str(events)}
+        pids = set()
+        for _ in range(3):
+            done = shim.run("-c", "import os; os.urandom(1); print(os.getpid())", env=env)
+            assert done.returncode == 0, done.stderr
+            pids.add(int(done.stdout))
+            time.sleep(0.05)
+        stop.touch()
+        assert hostile.wait(timeout=30) == 0, hostile.communicate()
+        assert events.stat().st_mode & 0o777 == 0o622 and events.stat().st_uid == 0
+        raw = events.read_bytes()
+        assert raw.count(b"x") > 10 and not raw.endswith(b"\n"), "the other user's bytes are there"
+        gate = ("report", "--events", str(events), "--no-journal")
+        assert cli.main([*gate, "--fail-for", "pep522"]) == 1, "a record after a partial line still fails the gate"
+        found = gather.read_events_file(str(events))
+        assert {e["pid"] for e in found["events"] if e.get("program") != "decoy"} == pids, found
+    finally:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 def test_simulate_report_only_prints_the_report_and_keeps_the_exit_status(shim: Venv, tmp_path: Path) -> None:

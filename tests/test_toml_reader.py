@@ -470,6 +470,54 @@ def test_a_document_that_makes_our_header_invalid_is_read_whole_and_reported(tmp
         assert layer is not None and layer.values == document["tool"]["urandom-shim"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '[project]\ndependencies = [\n  "a",\n\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\ndependencies = [\n  "a",\n  ["b", "c"],\n  [\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\nx = {a = 1,\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[tool.urandom-shim]\npolicy = "pep522"\n[tool.ruff]\nselect = [\n  "E",\n'
+        '[[tool.urandom-shim.program]]\nname = "app"\npolicy = "legacy"\n',
+        '[project]\nx = [\n[true]\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\nx = [\n[\n[tool.urandom-shim]\npolicy = "legacy"\n',
+    ],
+    ids=[
+        "unclosed-array",
+        "unclosed-nested-array",
+        "unclosed-inline-table",
+        "unclosed-before-our-second-table",
+        "a-header-that-is-a-value-between",
+        "an-open-bracket-line-between",
+    ],
+)
+def test_an_array_left_open_before_our_header_is_read_whole_and_reported_as_tomllib_reports_it(
+    tmp_path: Path, text: str
+) -> None:
+    """Issue 36: an array (or inline table) left open before ``[tool.urandom-shim]`` takes our header into its
+    value, and ``tomllib`` rejects the document there. The fast reader must not read our lines alone and apply
+    ``legacy``: the file is read whole, and its error is the full parser's."""
+    assert full(text)[1] is not None
+    assert _toml.our_tables(text) is None
+    path = tmp_path / "pyproject.toml"
+    path.write_text(text, encoding="utf-8")
+    layer = _sources.read_pyproject(str(path))
+    with mock.patch.object(_toml, "our_tables", lambda text: None), without_fast_reader():
+        whole = _sources.read_pyproject(str(path))
+    assert layer is not None and whole is not None
+    assert layer.values == {} and len(layer.problems) == 1 and "is not valid TOML" in layer.problems[0], layer.problems
+    assert layer.problems == whole.problems
+
+
+def test_an_array_left_open_above_another_tools_header_is_that_tools_error_not_ours(tmp_path: Path) -> None:
+    """An array left open in ``[tool.ruff]`` takes ``[tool.black]``'s header into it, where ``tomllib`` rejects the
+    document: an error in another tool's table, which doesn't switch ours off (docs/reference/configuration.md).
+    Only the lines between our header and the header above it are counted."""
+    text = '[tool.ruff]\nselect = [\n  "E",\n[tool.black]\nx = 1\n[tool.urandom-shim]\npolicy = "pep522"\n'
+    error = full(text)[1]
+    assert error is not None and "line 4" in str(error), error
+    assert _toml.our_tables(text) == '[tool.urandom-shim]\npolicy = "pep522"\n'
+
+
 def test_a_project_that_only_depends_on_us_is_not_read_and_another_tools_error_is_not_ours(tmp_path: Path) -> None:
     path = tmp_path / "pyproject.toml"
     path.write_text('[project]\ndependencies = ["urandom-shim>=1.0"]\n[tool.ruff]\nline-length = = 1\n')

@@ -394,7 +394,9 @@ def _unknown(keys: "list[str]", admin: bool) -> str:
     shown = ", ".join(_sources.shorten(key, 40) for key in keys[:3])
     valid = _valid_keys(admin)
     if len(keys) == 1:
-        return _messages.UNKNOWN_KEY.format(shown=shown, valid=valid)
+        names = (*KEYS, *(ADMIN_KEYS if admin else ()))
+        hint = _near_miss(keys[0], names) if len(keys[0]) <= 40 else ""
+        return _messages.UNKNOWN_KEY.format(shown=shown, hint=hint, valid=valid)
     more = f" and {len(keys) - 3} more" if len(keys) > 3 else ""
     return _messages.UNKNOWN_KEYS.format(shown=shown, more=more, valid=valid)
 

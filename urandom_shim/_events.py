@@ -15,8 +15,10 @@ Sinks:
   :func:`urandom_shim.report.shim_lines.parse_line` reads back for ``urandom-shim report``;
 - the events file (``events = "/run/urandom-shim/events.jsonl"``): one ``O_APPEND`` write of one line per event, at most
   :data:`MAX_RECORD` bytes (``PIPE_BUF``), so that any number of processes can append to it without a lost or torn
-  line. It is opened with ``O_NOFOLLOW`` and written only if it is a regular file. Any failure is silent: no program
-  fails because the file can't be written (``urandom-shim check`` says why it can't).
+  line. The write starts with a newline too, so that a record always has a line of its own, whatever another writer
+  left unfinished before it (a blank line between records is nothing). It is opened with ``O_NOFOLLOW`` and
+  written only if it is a regular file. Any failure is silent: no program fails because the file can't be written
+  (``urandom-shim check`` says why it can't).
 
 This module is imported on the first event only: the ready path never loads it, and an unready start that makes no
 call in the window neither. It imports nothing but what is loaded already (``json`` would import ``re``).
@@ -37,8 +39,8 @@ if TYPE_CHECKING:
 #: The version of the event format: the ``v`` field of every record. A change that removes or redefines a field
 #: makes it 2; new fields keep it.
 VERSION = 1
-#: The longest record in the events file, newline included: POSIX's ``PIPE_BUF``, the size below which one write is
-#: never interleaved with another's, even on a pipe.
+#: The longest write to the events file, both newlines included: POSIX's ``PIPE_BUF``, the size below which one
+#: write is never interleaved with another's, even on a pipe.
 MAX_RECORD = 4096
 #: The file ``urandom-shim report`` reads when none is named or configured: per boot, as ``/run`` is a tmpfs.
 DEFAULT_FILE = "/run/urandom-shim/events.jsonl"
@@ -148,11 +150,11 @@ def write(event: "dict[str, Any]", settings: "Settings") -> None:
 
 
 def fitted(event: "dict[str, Any]") -> str:
-    """The event as one JSON record of at most :data:`MAX_RECORD` bytes: a long command line is cut short (its
-    first words stay, and ``argv_cut`` says how many were left out), never the event."""
+    """The event as one JSON record that :func:`append` writes in at most :data:`MAX_RECORD` bytes: a long command
+    line is cut short (its first words stay, and ``argv_cut`` says how many were left out), never the event."""
     record = dumps(event)
     argv = list(event.get("argv") or ())
-    while len(record) >= MAX_RECORD and argv:
+    while len(record) + 2 > MAX_RECORD and argv:
         argv = [_sources.clip(arg, 40) for arg in argv[: len(argv) // 2]]
         event = {**event, "argv": argv, "argv_cut": True}
         record = dumps(event)
@@ -160,8 +162,10 @@ def fitted(event: "dict[str, Any]") -> str:
 
 
 def append(path: str, record: str) -> bool:
-    """Append one line to ``path`` in one ``O_APPEND`` write; False (and nothing else) if it can't be done."""
-    data = record.encode("ascii", "replace") + b"\n"
+    """Append one line to ``path`` in one ``O_APPEND`` write; False (and nothing else) if it can't be done. The write
+    begins with a newline: the file is shared (mode 0622), and a line another writer left without its newline must
+    end there, not swallow this record."""
+    data = b"\n" + record.encode("ascii", "replace") + b"\n"
     if len(data) > MAX_RECORD:
         return False
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK

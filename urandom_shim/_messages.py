@@ -121,7 +121,7 @@ INVALID_VALUE_IGNORED = (
     "{what} is not a valid {key}; expected {expected}{hint}; ignoring it, so {key} is {instead} from {source}."
 )
 WHITESPACE_HINT = " (it has whitespace before or after it; did you mean {stripped!r}?)"
-UNKNOWN_KEY = "unknown key {shown} (valid keys are {valid}); ignoring it."
+UNKNOWN_KEY = "unknown key {shown}{hint} (valid keys are {valid}); ignoring it."
 FLOOR_UNUSABLE = "unusable, read as allow_weak = false"
 EXPECTED_SECONDS = "a finite number of seconds >= 0, or 'none'"
 EXPECTED_EVENTS_PATH = (
@@ -155,6 +155,18 @@ RULE_BAD_MATCH = (
     "name, such as 'cron-helper*'; ignoring this rule."
 )
 NOTE_RULE_MATCHES = "[[program]] #{value} match = {pattern!r} matches {program!r}"
+MISSPELT_VARIABLE = (
+    "environment variable {variable} is not one the shim reads, so it changes nothing (did you mean {best!r}?); "
+    "ignoring it."
+)
+MACHINE_FILE_MISSING = (
+    "{variable} names {path!r}, which does not exist: no machine file is read but {machine_file}; create the file, "
+    "or unset the variable."
+)
+EVENTS_DIRECTORY_MISSING = (
+    "{source} names the events file {path!r}, whose directory does not exist, so no event is written; the shim never "
+    "creates it: create it at boot (systemd-tmpfiles, see docs/reference/events.md), or choose another path."
+)
 BAD_VARIABLE = "environment variable {variable}={raw} is not a valid {key}; expected {expected}{hint}; ignoring it."
 NOTE_ONLY_FLOOR = "only its floor counts, because {env_machine} moved the machine file"
 NOTE_FLOOR = "{floor}: a floor, no source may choose weak bytes"

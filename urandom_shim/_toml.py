@@ -24,7 +24,8 @@ shim, on 3.11. This module imports nothing, costs about 0.8 M instructions to lo
 0.1 M, and a 7.6 KB ``pyproject.toml`` in about 0.3 M when :func:`our_tables` can take our lines out of it (about
 3.7 M read whole; tomllib: about 70 M to import, 15 M to parse it); see docs/explanation/design-decisions.md.
 Differential Hypothesis properties (tests/test_toml_reader.py) hold both to the full parser's results and messages
-on every interpreter.
+on every interpreter. One piece, though over 500 lines: the pyproject search shares the reader's helpers, and a
+second module would cost its own load on the unready start path.
 """
 
 TYPE_CHECKING = False
@@ -332,11 +333,13 @@ def our_tables(text: str) -> "str | None":
     the whole document is read then.
 
     Certain means every ``urandom-shim`` in the document is in one of our headers, in the lines under them, or in a
-    plain string value elsewhere (a dependency on us); and the document has no multi-line string (whose lines could
-    look like a header) and no escape that could spell ``urandom-shim`` in a quoted key. Each of our tables runs from
-    its header to the next line that starts with ``[``: if that line is inside one of our arrays instead, the reader
-    fails on the part and the whole document is read. Other tools' tables are not read at all; for every document
-    ``tomllib`` accepts, this gives its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
+    plain string value elsewhere (a dependency on us); no multi-line string (whose lines could look like a header)
+    and no escape that could spell ``urandom-shim`` in a quoted key; and the brackets and braces from the plain
+    header above each of ours balance (:func:`_last_header`: an array or inline table left open there swallows our
+    header, where ``tomllib`` rejects the document). Each of our tables runs from its header to the next line that
+    starts with ``[``: if that line is inside one of our arrays instead, the reader fails on the part and the whole
+    document is read. Other tools' tables are not read at all; for every document ``tomllib`` accepts, this gives
+    its ``tool.urandom-shim`` exactly (tests/test_toml_reader.py)."""
     if _may_hide_a_name(text):
         return None
     many = text.find("[[")
@@ -349,6 +352,7 @@ def our_tables(text: str) -> "str | None":
     if _defines_tool(text):
         return None
     parts: list[str] = []
+    counted = 0
     found = text.find("urandom-shim")
     while found >= 0:
         start, end = _line_around(text, found)
@@ -357,6 +361,12 @@ def our_tables(text: str) -> "str | None":
             name = line[2 : line.find("]]")] if line[:2] == "[[" else line[1 : line.find("]")]
             if name != OURS and not name.startswith(OURS + "."):
                 return None  # our name in a header that is not plainly ours
+            begin = _last_header(text, counted, start)
+            if text.count("[", begin, start) != text.count("]", begin, start) or text.count(
+                "{", begin, start
+            ) != text.count("}", begin, start):
+                return None  # an array or inline table left open before our header swallows it: tomllib decides
+            counted = start
             # The table runs to the next line that starts with "[".
             stop = end
             while stop < len(text):
@@ -385,6 +395,21 @@ def _may_hide_a_name(text: str) -> bool:
         or "\\X" in text
         or text[:1] == "\ufeff"
     )
+
+
+def _last_header(text: str, begin: int, start: int) -> int:
+    """Where the last line in ``text[begin:start]`` that opens a plain header (``[``, ``[[``, then a letter) starts,
+    or ``begin``. An array or inline table left open above it makes ``tomllib`` fail there, in another table (its
+    first word is no value unless it starts like ``true``, ``false``, ``inf`` or ``nan``), so only the few lines
+    below it need counting. The count reads no strings or comments: a stray bracket there only makes the whole
+    document be read, but one that balances an open one (``x = [ # ]``) goes unseen."""
+    found = text.rfind("\n[", begin, start)
+    while found >= 0:
+        name = text[found + 2 : found + 8].lstrip("[")
+        if name[:1].isalpha() and name[:1].isascii() and not name.startswith(("true", "false", "inf", "nan")):
+            return found + 1
+        found = text.rfind("\n[", begin, found)
+    return begin
 
 
 def _line_around(text: str, index: int) -> "tuple[int, int]":

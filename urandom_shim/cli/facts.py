@@ -13,6 +13,7 @@ from .._state import state
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Mapping
     from typing import Any
 
 RANDOM_DIR = "/proc/sys/kernel/random"
@@ -227,6 +228,8 @@ def status_facts() -> dict[str, Any]:
     who, described = program(None)
     settings, config_problems = _config.resolve(who=who)
     problems.extend(config_problems)
+    if not _config.environment_ignored():
+        problems.extend(misspelt_variables(os.environ))
     if activation["inactive_reason"] and not activation["active"]:
         problems.append(_messages.NOT_ACTIVE.format(inactive_reason=activation["inactive_reason"]))
     simulated_unready = simulation is not None and simulation["unready"]
@@ -395,6 +398,48 @@ def events_file_state(path: str | None) -> str | None:
     return "appended to"
 
 
+#: ``URANDOM_SHIM_*`` variables that ``urandom-shim`` sets for itself (or the tests, for their own runs): never a
+#: user's misspelling of one in :data:`VARIABLES`.
+OWN_VARIABLES = (_config.ENV_GIVEN_AS, _config.ENV_LAUNCHER, "URANDOM_SHIM_HOME", "URANDOM_SHIM_CALLER_HASHSEED")
+
+
+def misspelt_variables(environ: Mapping[str, str]) -> list[str]:
+    """One line per ``URANDOM_*`` variable that the shim doesn't read but that is a typo or two from one it does
+    (``TIMOUT`` for ``TIMEOUT``): what ``check`` and ``status`` report. No start looks: the ready path looks up the
+    names it knows, and scanning every variable cost an unready start 0.1 M instructions, more than 3.15's budget
+    leaves (docs/reference/environment.md); for the same reason this lives here, outside the modules a start loads.
+    A name close to none is another program's business, and is left alone."""
+    problems = []
+    for name in environ:
+        if name[:8] == "URANDOM_" and name not in _config.VARIABLES and name not in OWN_VARIABLES and len(name) <= 60:
+            folded = name.lower().replace("_", "")
+            distance, best = min((_config._distance(folded, v.lower().replace("_", "")), v) for v in _config.VARIABLES)
+            if distance <= 2:
+                problems.append(_messages.MISSPELT_VARIABLE.format(variable=name, best=best))
+    return problems
+
+
+def check_only_problems(settings: _policies.Settings) -> list[str]:
+    """What ``check`` counts as problems that a start doesn't print: misspelt variables (a start doesn't look), and
+    what a start can't tell from a choice: a machine file that ``URANDOM_SHIM_MACHINE_CONFIG`` names and that
+    doesn't exist (tests and image builds point it at nothing on purpose; a start then reads no machine file,
+    silently), and an events file whose directory doesn't exist (a failed write is silent, by design)."""
+    problems = [] if _config.environment_ignored() else misspelt_variables(os.environ)
+    moved = None if _config.environment_ignored() else os.environ.get(_config.ENV_MACHINE)
+    if moved and not os.path.lexists(moved):
+        problems.append(
+            _messages.MACHINE_FILE_MISSING.format(
+                variable=_config.ENV_MACHINE, path=_sources.clip(moved, 200), machine_file=_sources.MACHINE_FILE
+            )
+        )
+    path = settings.events.value
+    if path and not os.path.isdir(os.path.dirname(path) or "/"):
+        problems.append(
+            _messages.EVENTS_DIRECTORY_MISSING.format(source=settings.events.source, path=_sources.clip(path, 200))
+        )
+    return problems
+
+
 def check_facts(target: str | None) -> dict[str, Any]:
     """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
     would get, every source tried and what it contributed, and the problems an interpreter would print."""
@@ -404,6 +449,7 @@ def check_facts(target: str | None) -> dict[str, Any]:
     trace: list[tuple[str, list[str]]] = []
     settings, config_problems = _config.resolve(who=who, trace=trace)
     problems.extend(config_problems)
+    problems.extend(check_only_problems(settings))
     return {
         "resolved_for": described,
         "program": who.program,

@@ -62,7 +62,7 @@ def read_events_file(path: str) -> dict[str, Any]:
         # The shim creates the file only to write a record to it: an empty one holds nothing, which is no verdict.
         result.update(problem=EMPTY_EVENTS_FILE, absent=True)
         return result
-    records, not_json = _journal.parse_export(data.splitlines())  # JSON lines, as the journal's export is
+    records, not_json = parse_records(data)
     skipped: dict[str, int] = {}
     if not_json:
         skipped[NOT_A_RECORD] = not_json
@@ -75,6 +75,43 @@ def read_events_file(path: str) -> dict[str, Any]:
         result["events"].append(record)
     result["skipped"] = skipped
     return result
+
+
+def parse_records(data: bytes) -> tuple[list[dict[str, Any]], int]:
+    """(records, lines that hold none) of the events file's bytes. Blank lines don't count: the shim starts each
+    write with a newline. A line that is not a JSON object as a whole counts for the record that ends it, if one
+    does: what a writer of an older shim, which began no new line, appended to a line another writer left unfinished
+    (the file is shared, mode 0622). That record is the end of the line from its last ``{"v":``: the shim writes
+    that only at the start of a record (a ``"`` in a string is escaped, and a record holds no object), so whatever
+    another writer left before it, the record is read as it was written, and one parse per line bounds the work.
+    The rest of the line is counted as a line skipped."""
+    import json
+
+    records: list[dict[str, Any]] = []
+    skipped = 0
+    for line in data.splitlines():
+        if not line.strip():
+            continue
+        record = _json_object(json, line)
+        if record is None:
+            skipped += 1
+            start = line.rfind(_RECORD_START)
+            record = _json_object(json, line[start:]) if start > 0 else None
+        if record is not None:
+            records.append(record)
+    return records, skipped
+
+
+#: How every record the shim writes begins (:func:`urandom_shim._events.dumps` writes ``v`` first).
+_RECORD_START = b'{"v":'
+
+
+def _json_object(json: Any, text: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(text)
+    except ValueError:  # not JSON, or not UTF-8
+        return None
+    return value if isinstance(value, dict) else None
 
 
 #: The problem of an events file that holds nothing but blanks.
