@@ -428,6 +428,39 @@ def test_a_flat_layout_editable_install_is_found_through_its_import_hook(tmp_pat
 
 
 @pytest.mark.usefixtures("unready")
+@pytest.mark.parametrize("how", [["-P"], ["-X", "dev", "-P"], ["-IP"], "PYTHONSAFEPATH"])
+def test_safe_path_m_is_looked_for_where_the_commands_python_looks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: list[str] | str
+) -> None:
+    """Hostile review: under -P (or PYTHONSAFEPATH, or -I) the command's -m never looks in the current directory,
+    so a directory the command runs in must not decide its seed."""
+    import sys
+
+    from urandom_shim.cli import launch
+
+    if sys.version_info < (3, 11):
+        pytest.skip("-P and PYTHONSAFEPATH are Python 3.11's")
+    python, _site = fake_venv(tmp_path / "venv")
+    (tmp_path / "venv" / "urandom-shim.toml").write_text('policy = "legacy"\n')
+    real = tmp_path / "real"
+    (real / "lib" / "app").mkdir(parents=True)
+    (real / "lib" / "app" / "__init__.py").write_text("")
+    (real / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    planted = tmp_path / "cwd"
+    (planted / "app").mkdir(parents=True)
+    (planted / "app" / "__init__.py").write_text("")
+    monkeypatch.chdir(planted)
+    env = {"PATH": "", "PYTHONPATH": str(real / "lib")}
+    options = how if isinstance(how, list) else []
+    if how == "PYTHONSAFEPATH":
+        env["PYTHONSAFEPATH"] = "1"
+    assert launch.start_without_waiting([str(python), *options, "-m", "app"], dict(env)) is False
+    # Without safe path, the current directory's app is the one that runs: its (absent) project, the venv's legacy.
+    if how == "PYTHONSAFEPATH":
+        assert launch.start_without_waiting([str(python), "-m", "app"], {"PATH": "", "PYTHONPATH": env["PYTHONPATH"]})
+
+
+@pytest.mark.usefixtures("unready")
 def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

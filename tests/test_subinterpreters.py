@@ -347,3 +347,48 @@ def test_a_program_execd_into_a_ready_start_drops_the_value(shim: Venv, tmp_path
     result = shim.run("-c", code, env=env, cwd=app)
     assert result.returncode == 0, result.stderr
     assert "AFTER None" in result.stdout, result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("value", ["-3:", "2:/x1:0-5:plegacy", "99999999:x", "1:0:1:0", "+1:/1:0"])
+def test_a_malformed_value_is_ignored_and_never_loops(shim: Venv, python: Path, tmp_path: Path, value: str) -> None:
+    # Hostile review: a negative length sent the reader back to the start of the value, for ever.
+    found = apis(python)
+    if not found:
+        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    app, env = project(tmp_path, 'policy = "pep522"\n')
+    env.pop("URANDOM_SHIM_SIMULATE")  # the ready path, where only current_settings() reads the value
+    (app / "main.py").write_text(
+        MAIN.replace('os.chdir("/")', f"os.environ['URANDOM_SHIM_INTERPRETERS'] = f'{{os.getpid()}}:{value}'")
+    )
+    _main, subs, stderr = run_main(shim, app, {**env, "PROBE_URANDOM": ""}, *found[0])
+    assert subs[0]["policy"][0] != "legacy", subs
+    assert "Traceback" not in stderr, stderr
+
+
+@pytest.mark.parametrize("how", ["-P", "PYTHONSAFEPATH=1"])
+def test_safe_path_m_takes_its_project_from_where_python_finds_the_module(
+    shim: Venv, python: Path, tmp_path: Path, how: str
+) -> None:
+    # Hostile review: under -P Python never looks in the current directory for -m's module, but the shim did, so a
+    # directory the service runs in could lower its policy (and `run`'s hash seed followed it).
+    if _version(python) < (3, 11):
+        pytest.skip("-P and PYTHONSAFEPATH are Python 3.11's")
+    real = tmp_path / "real"
+    (real / "lib" / "app").mkdir(parents=True)
+    (real / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    (real / "lib" / "app" / "__init__.py").write_text("")
+    (real / "lib" / "app" / "__main__.py").write_text(
+        "import urandom_shim; print(urandom_shim.current_settings().policy.value.name)"
+    )
+    planted = tmp_path / "cwd"
+    (planted / "app").mkdir(parents=True)
+    (planted / "app" / "__init__.py").write_text("")
+    (planted / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "legacy"\n')
+    _app, env = project(tmp_path, "")
+    env["PYTHONPATH"] = str(real / "lib")
+    flags = ("-P",) if how == "-P" else ()
+    if how != "-P":
+        env["PYTHONSAFEPATH"] = "1"
+    result = shim.run(*flags, "-m", "app", env=env, cwd=planted)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["pep522"], result.stdout + result.stderr

@@ -795,7 +795,10 @@ def followed(environ: "Mapping[str, str] | None" = None) -> "Settings | bool | N
         position = 0
         while position < len(payload):
             colon_at = payload.index(":", position)
-            end = colon_at + 1 + int(payload[position:colon_at])
+            length = payload[position:colon_at]
+            end = colon_at + 1 + int(length)
+            if not length.isdigit() or end > len(payload):  # a sign, or past the end: not ours (hostile review)
+                return None
             strings.append(payload[colon_at + 1 : end])
             position = end
         cwd = strings[0] or None

@@ -126,6 +126,8 @@ def _string_pairs(text: str, opening: str, separator: str, closing: str) -> "lis
 def _literal_pairs(text: str, mapping: bool) -> "list[tuple[str, str]] | None":
     import ast
 
+    if sum(text.count(bracket) for bracket in "([{") > 64:  # Python 3.8's parser writes its overflow to stderr
+        return None
     try:
         value = ast.literal_eval(text)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):

@@ -313,7 +313,9 @@ def module_invocation(module: "str | None", cwd: "str | None", program: "str | N
     look for it (the current directory, then ``sys.path``); else from ``cwd``."""
     if module is None:
         return Invocation(cwd, program, rule=_messages.RULE_MODULE_NAME_UNKNOWN.format(how=how))
-    search = ([cwd] if cwd is not None else []) + list(sys.path)
+    # Under -P, -I or PYTHONSAFEPATH (3.11+) Python doesn't look in the current directory, and neither does this.
+    safe = getattr(sys.flags, "safe_path", False)
+    search = ([cwd] if cwd is not None and not safe else []) + list(sys.path)
     otherwise = _messages.RULE_MODULE_NOT_ON_PATH.format(module=module)
     return at_module(module, search, program, how, cwd, otherwise)
 

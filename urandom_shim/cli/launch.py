@@ -228,7 +228,7 @@ def start_without_waiting(command: list[str], env: dict[str, str], subcommand: s
         return False  # no shim starts there to take it out (the bootstrap says why), so its children would keep it
     if bootstrap_directory() is None and not found.has_shim:
         return False  # no bootstrap (run said so) and no shim of its own
-    who = _target.invocation(found, argv)
+    who = _target.invocation(found, argv, env)
     if isinstance(who, str):
         return _no_seed(subcommand, command, env, who)
     settings, _problems = _config.resolve(

@@ -171,20 +171,49 @@ def inspect(interpreter: str, env: dict[str, str]) -> Target | str:
     return _ask(interpreter, env, None if venv is None else venv[0])
 
 
-def invocation(target: Target, argv: list[str]) -> _sources.Invocation | str:
+def _safe_path(argv: list[str], env: dict[str, str], target: Target) -> bool:
+    """Whether the command's interpreter leaves the current directory off ``sys.path`` (3.11+: ``-P``, ``-I``,
+    or ``PYTHONSAFEPATH`` without ``-E``), as its ``-m`` then does. Options are read as
+    :func:`urandom_shim._programs.python_target` reads them."""
+    if target.version < (3, 11):
+        return False
+    flags = ""
+    index = 1
+    while index < len(argv):
+        arg = argv[index]
+        index += 1
+        if arg in ("--", "-") or not arg.startswith("-"):
+            break
+        if arg.startswith("--"):
+            index += 1 if arg == "--check-hash-based-pycs" else 0
+            continue
+        for position, flag in enumerate(arg[1:], start=1):
+            if flag in "mc":
+                index = len(argv)
+                break
+            if flag in "XW":  # its value is the rest of the cluster, or the next argument
+                index += 0 if arg[position + 1 :] else 1
+                break
+            flags += flag
+    return "P" in flags or "I" in flags or (bool(env.get("PYTHONSAFEPATH")) and "E" not in flags)
+
+
+def invocation(target: Target, argv: list[str], env: dict[str, str] | None = None) -> _sources.Invocation | str:
     """What the shim of ``target`` will see as its program's invocation for the command line ``argv`` (the
     interpreter first), or why it can't be known: for ``-m``, the module's package on ``target``'s ``sys.path``;
     for a console-script launcher, its module there; for a script, its directory; for ``-c`` and stdin, the
     current directory. A module not found there is looked for where an editable install's import hook maps it
     (:mod:`urandom_shim._editables`); one behind any other import hook, or a path that a ``.pth`` import line adds,
     can't be known."""
+    env = {} if env is None else env
     kind, name = _programs.python_target(argv)
     try:
         cwd: str | None = os.getcwd()
     except OSError:
         cwd = None
     if kind == "-m" and name is not None:
-        module, program, search = name, name, ([cwd] if cwd is not None else []) + target.path
+        first = [] if cwd is None or _safe_path(argv, env, target) else [cwd]
+        module, program, search = name, name, first + target.path
         how = f"-m {module}"
     elif kind == "script" and name is not None:
         launched = _programs.launcher_target(os.path.realpath(name))
