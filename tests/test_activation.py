@@ -548,3 +548,15 @@ def test_a_module_named_like_the_standard_librarys_or_an_odd_sys_modules_key_doe
     finally:
         hook.unlink()
         (shim.site_packages / "winreg.py").unlink()
+
+
+def test_random_imported_by_another_pth_is_not_charged_to_the_shims_own_file(
+    shim: Venv, preimport: dict[str, str], tmp_path: Path
+) -> None:
+    # Newcomer pass of issue 36: hatchling's dev-mode-exact hook imports random before the shim starts, and the
+    # reseed's event said "import random called from .../site-packages/_urandom_shim_boot.py:63", naming the shim.
+    result = shim.run("-c", "pass", env={**preimport, "URANDOM_POLICY": "legacy", **UNREADY}, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "import random called from" in line]
+    assert len(lines) == 1, result.stderr
+    assert "import random called from <start-up, before urandom-shim> before" in lines[0], lines

@@ -101,14 +101,17 @@ class Engine:
         self, name: str, patch: "Callable[[Engine, _patching.Patcher, ModuleType], None]", reseed_loaded: bool
     ) -> None:
         """Patch ``name`` now if it is loaded, and again whenever it is imported or reloaded while engaged."""
-        reseed = [reseed_loaded or name not in sys.modules]  # a later import or reload always reseeds
+        loaded = name in sys.modules
+        reseed = [reseed_loaded or not loaded]  # a later import or reload always reseeds
+        before_start = [loaded]  # imported before the shim: who imported it is not on the stack
 
         def callback(module: "ModuleType") -> None:
             if self.engaged:
                 patch(self, self.patcher, module)
                 if reseed[0] and patch is patch_random:
-                    self.reseed_module_instance(module)
+                    self.reseed_module_instance(module, before_start[0])
             reseed[0] = True
+            before_start[0] = False
 
         self._callbacks.append(callback)
         _hooks.watch(name, callback)
@@ -188,18 +191,18 @@ class Engine:
         self._timed_out(site, call, todo, monotonic() - start)
         return _best_effort_seed_or_none()
 
-    def reseed_module_instance(self, random_module: "ModuleType") -> None:
+    def reseed_module_instance(self, random_module: "ModuleType", before_start: bool = False) -> None:
         """``import random`` seeded ``random._inst`` from time and pid (bpo-32580): reseed from the kernel."""
         inst = getattr(random_module, "_inst", None)
         todo = action(self.settings.policy_value, SEED_INSTANCE)
         if inst is None or _readiness.is_ready():
             return
         if self.settings.reporting or todo != BEST_EFFORT:
-            self._event(SEED_INSTANCE, "import random", UNTOUCHED, todo)
+            self._event(SEED_INSTANCE, "import random", UNTOUCHED, todo, before_start=before_start)
             return
         seed = _best_effort_seed_or_none()
         if seed is not None:
-            self._event(SEED_INSTANCE, "import random", BEST_EFFORT, todo)
+            self._event(SEED_INSTANCE, "import random", BEST_EFFORT, todo, before_start=before_start)
             inst.seed(seed)
 
     # -- the actions -------------------------------------------------------------------------------------------------
@@ -226,7 +229,9 @@ class Engine:
         self._timed_out(site, call, todo, monotonic() - start)
         return _readiness.best_effort_bytes(size)
 
-    def _event(self, site: str, call: str, done: str, would: str, waited: float = 0.0) -> None:
+    def _event(
+        self, site: str, call: str, done: str, would: str, waited: float = 0.0, before_start: bool = False
+    ) -> None:
         """Record one decision (:mod:`urandom_shim._events`, loaded by the first one)."""
         record = _EVENTS.get("record")
         if record is None:
@@ -235,7 +240,7 @@ class Engine:
             except Exception:  # noqa: BLE001 - at interpreter shutdown an import can fail; the call goes on
                 return
             record = _EVENTS["record"] = _events.record
-        record(self.settings, site, call, done, would, waited)
+        record(self.settings, site, call, done, would, waited, before_start)
 
     def _wait(self, call: str) -> bool:
         """Wait as configured. True when ready; False when the timeout ran out."""

@@ -88,10 +88,17 @@ if hasattr(os, "register_at_fork"):
 # -- recording ---------------------------------------------------------------------------------------------------------
 
 
-def record(settings: "Settings", site: str, call: str, action: str, would: str, waited: float = 0.0) -> None:
+#: The call site of ``random._inst``'s reseeding when ``random`` was imported before the shim started (by another
+#: ``.pth`` file, or ``sitecustomize``): who imported it can't be known any more, and the shim's frames are no answer.
+BEFORE_START = "<start-up, before urandom-shim>"
+
+
+def record(
+    settings: "Settings", site: str, call: str, action: str, would: str, waited: float = 0.0, before_start: bool = False
+) -> None:
     """Record one decision: written at once if it is the first from its call site in this process, else counted."""
     try:
-        frame = caller_frame()
+        frame = None if before_start else caller_frame()
         where = (None, 0) if frame is None else (frame.f_code, frame.f_lineno)
         key = (call.partition("(")[0], *where, settings.policy.value, settings.mode.value)
         fresh: list[Any] = [0, None, settings]
@@ -99,7 +106,7 @@ def record(settings: "Settings", site: str, call: str, action: str, would: str, 
         if entry is not fresh:
             entry[0] += 1
             return
-        event = _event(settings, site, call, location(frame), action, would, waited)
+        event = _event(settings, site, call, BEFORE_START if before_start else location(frame), action, would, waited)
         fresh[1] = event
         write(event, settings)
     except Exception:  # noqa: BLE001 - an event must never break the call it describes
@@ -206,6 +213,9 @@ def boot_time() -> float:
 
 
 _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
+#: The start-up module, beside the package: its frames are the shim's too (a module imported by another .pth before
+#: the shim started is reseeded from it, and the event must name who imported it, not the shim).
+_BOOT_FILE = os.path.join(os.path.dirname(_SHIM_DIR), "_urandom_shim_boot.py")
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 
 
@@ -218,6 +228,7 @@ def _skip(filename: str) -> bool:
     if skip is None:
         skip = _skipped[filename] = (
             filename.startswith(_SHIM_DIR)
+            or filename == _BOOT_FILE
             or filename.startswith("<frozen ")
             or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
         )
@@ -234,7 +245,7 @@ def caller_frame() -> "Any":
         filename = frame.f_code.co_filename
         if not _skip(filename):
             return frame
-        if fallback is None and not filename.startswith((_SHIM_DIR, "<frozen ")):
+        if fallback is None and not filename.startswith((_SHIM_DIR, "<frozen ")) and filename != _BOOT_FILE:
             fallback = frame
         frame = frame.f_back
     return fallback
