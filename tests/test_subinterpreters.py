@@ -113,19 +113,32 @@ def project(tmp_path: Path, table: str) -> tuple[Path, dict[str, str]]:
     return app, env
 
 
+def run_program(command: list[str], env: dict[str, str], cwd: Path) -> tuple[list[Any], list[Any], str]:
+    """Run ``command`` in ``cwd``: the reports its main interpreters and its subinterpreters printed, and stderr."""
+    result = subprocess.run(command, capture_output=True, text=True, env=clean_env(env), cwd=cwd, timeout=120)
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    mains = [json.loads(line[5:]) for line in lines if line.startswith("MAIN ")]
+    subs = [json.loads(line[4:]) for line in lines if line.startswith("SUB ")]
+    assert mains and subs, result.stdout + result.stderr
+    return mains, subs, result.stdout + result.stderr
+
+
 def run_main(
     venv: Venv, app: Path, env: dict[str, str], api: str, config: str
 ) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
-    result = subprocess.run(
-        [str(venv.python), "main.py", api, config],  # relative, as typed in the project
-        capture_output=True, text=True, env=clean_env(env), cwd=app, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    main = [json.loads(line[5:]) for line in lines if line.startswith("MAIN ")]
-    subs = [json.loads(line[4:]) for line in lines if line.startswith("SUB ")]
-    assert len(main) == 1 and subs, result.stdout + result.stderr
-    return main[0], subs, result.stderr
+    # main.py relative, as typed in the project: the subinterpreter's own sys.argv can't find the project
+    mains, subs, output = run_program([str(venv.python), "main.py", api, config], env, app)
+    assert len(mains) == 1, output
+    return mains[0], subs, output
+
+
+def subinterpreter_apis(python: Path) -> list[tuple[str, str]]:
+    """:func:`apis`, or skip the test where there are none."""
+    found = apis(python)
+    if not found:
+        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    return found
 
 
 def settings_of(report: dict[str, Any]) -> dict[str, Any]:
@@ -139,9 +152,7 @@ EXPECTED_URANDOM = {"pep522": "refused", "pep524": "refused", "legacy": "bytes"}
 def test_every_subinterpreter_follows_the_main_interpreters_settings_after_a_chdir(
     shim: Venv, python: Path, tmp_path: Path, policy: str
 ) -> None:
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     # pep524 waits out its timeout and raises; the user file below says legacy, which would return bytes.
     extra = "" if policy == "native" else "timeout = 0.2\n"
     table = f'policy = "{policy}"\n{extra}colour = "blue"\n'  # an unknown key: one problem line, from main only
@@ -165,9 +176,7 @@ def test_every_subinterpreter_follows_the_main_interpreters_settings_after_a_chd
 def test_a_subinterpreter_in_report_mode_records_to_the_same_events_file(
     shim: Venv, python: Path, tmp_path: Path
 ) -> None:
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     events = tmp_path / "events.jsonl"
     app, env = project(tmp_path, f'policy = "pep522"\nmode = "report"\nevents = "{events}"\n')
     api, config = found[-1]
@@ -195,9 +204,7 @@ def test_a_program_execd_in_the_same_process_resolves_its_own_settings(
 ) -> None:
     # exec keeps the process id and the environment: the new program's main interpreter must not take the old
     # one's settings for its own, and its subinterpreters follow it, not the program it replaced.
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     app, env = project(tmp_path, 'policy = "pep522"\n')
     other = tmp_path / "other"
     other.mkdir()
@@ -206,13 +213,7 @@ def test_a_program_execd_in_the_same_process_resolves_its_own_settings(
     (other / "main.py").write_text(MAIN)
     (app / "first.py").write_text(EXEC)
     api, config = found[0]
-    result = subprocess.run(
-        [str(shim.python), "first.py", str(other), api, config],
-        capture_output=True, text=True, env=clean_env(env), cwd=app, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    mains = [json.loads(line[5:]) for line in result.stdout.splitlines() if line.startswith("MAIN ")]
-    (sub,) = [json.loads(line[4:]) for line in result.stdout.splitlines() if line.startswith("SUB ")]
+    mains, (sub,), _output = run_program([str(shim.python), "first.py", str(other), api, config], env, app)
     assert mains[0]["policy"] == ["pep522", f"{app}/pyproject.toml [tool.urandom-shim]"]
     assert mains[1]["policy"] == ["pep524", f"{other}/pyproject.toml [tool.urandom-shim]"], mains
     assert not mains[1]["shared_in_environ"]  # taken out: not this program's
@@ -222,35 +223,24 @@ def test_a_program_execd_in_the_same_process_resolves_its_own_settings(
 def test_a_forged_value_in_the_environment_is_never_followed(shim: Venv, python: Path, tmp_path: Path) -> None:
     # The shell's exec keeps its process id, so the value names the right process; the main interpreter must still
     # ignore it (it never follows), take it out, and its subinterpreters follow what it resolved itself.
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     app, env = project(tmp_path, 'policy = "pep522"\n')
     # "/x" as its directory, an empty sys.argv, then every setting legacy-and-fallback, from a source "FORGED-SOURCE".
     values = ["plegacy", "senforce", "n", "sfallback", "n", "snonblocking", "n"]
     forged = "2:/x1:0" + "".join(f"{len(v)}:{v}13:FORGED-SOURCE" for v in values)
     api, config = found[0]
-    result = subprocess.run(
-        ["sh", "-c", f'URANDOM_SHIM_INTERPRETERS="$$:{forged}" exec "$0" "$@"', str(shim.python),
-         "main.py", api, config],
-        capture_output=True, text=True, env=clean_env(env), cwd=app, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    (main,) = [json.loads(line[5:]) for line in lines if line.startswith("MAIN ")]
-    (sub,) = [json.loads(line[4:]) for line in lines if line.startswith("SUB ")]
+    command = ["sh", "-c", f'URANDOM_SHIM_INTERPRETERS="$$:{forged}" exec "$0" "$@"', str(shim.python), "main.py"]
+    (main,), (sub,), output = run_program([*command, api, config], env, app)
     assert main["policy"] == ["pep522", f"{app}/pyproject.toml [tool.urandom-shim]"], main
     assert settings_of(sub) == settings_of(main), sub
     assert sub["urandom"] == "refused"
-    assert "FORGED-SOURCE" not in result.stdout + result.stderr
+    assert "FORGED-SOURCE" not in output
 
 
 def test_a_forked_childs_subinterpreters_follow_the_settings_the_parent_resolved(
     shim: Venv, python: Path, tmp_path: Path
 ) -> None:
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     app, env = project(tmp_path, 'policy = "pep522"\n')
     api, config = found[0]
     (app / "forked.py").write_text(
@@ -264,14 +254,7 @@ def test_a_forked_childs_subinterpreters_follow_the_settings_the_parent_resolved
         "    os._exit(0)\n"
         "os.wait()\n"
     )
-    result = subprocess.run(
-        [str(shim.python), "forked.py"],
-        capture_output=True, text=True, env=clean_env(env), cwd=app, timeout=120,
-    )  # fmt: skip
-    assert result.returncode == 0, result.stdout + result.stderr
-    lines = result.stdout.splitlines()
-    (main,) = [json.loads(line[5:]) for line in lines if line.startswith("MAIN ")]
-    (sub,) = [json.loads(line[4:]) for line in lines if line.startswith("SUB ")]
+    (main,), (sub,), _output = run_program([str(shim.python), "forked.py"], env, app)
     assert settings_of(sub) == settings_of(main), (sub, main)
     assert sub["urandom"] == "refused"
 
@@ -318,9 +301,7 @@ subprobe.from_subinterpreter(sys.argv[1], sys.argv[2])
 def test_a_value_the_program_writes_itself_never_gets_under_the_floor(shim: Venv, python: Path, tmp_path: Path) -> None:
     # Found by the newcomer pass: a program can write the variable into its own environment while it runs, and
     # its subinterpreters follow it; the machine's floor must hold there, as it holds for activate().
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     app, env = project(tmp_path, 'policy = "pep522"\ntimeout = 0.2\n')
     (app / "main.py").write_text(WRITES_ITS_OWN)
     (tmp_path / "machine.toml").write_text("allow_weak = false\n")
@@ -352,9 +333,7 @@ def test_a_program_execd_into_a_ready_start_drops_the_value(shim: Venv, tmp_path
 @pytest.mark.parametrize("value", ["-3:", "2:/x1:0-5:plegacy", "99999999:x", "1:0:1:0", "+1:/1:0"])
 def test_a_malformed_value_is_ignored_and_never_loops(shim: Venv, python: Path, tmp_path: Path, value: str) -> None:
     # Hostile review: a negative length sent the reader back to the start of the value, for ever.
-    found = apis(python)
-    if not found:
-        pytest.skip("subinterpreters with their own site: Python 3.12 and later")
+    found = subinterpreter_apis(python)
     app, env = project(tmp_path, 'policy = "pep522"\n')
     env.pop("URANDOM_SHIM_SIMULATE")  # the ready path, where only current_settings() reads the value
     (app / "main.py").write_text(

@@ -7,7 +7,6 @@ the name of the package file.
 """
 
 import os
-import stat
 
 from ._programs import PACKAGE_FILE
 
@@ -61,19 +60,14 @@ def _hook_target(hook: str, top: str) -> "str | None":
     """The path an editable install's hook file maps the top-level name ``top`` to, read from its text: the literal
     of setuptools' ``MAPPING = {...}`` line, or an ``editables`` ``F.map_module('name', 'path')`` line. None if it
     does not map ``top``, or can't be read (not a regular file, too large, not UTF-8, not the shape expected)."""
-    try:
-        descriptor = os.open(hook, os.O_RDONLY | os.O_NONBLOCK)
-    except (OSError, ValueError):
+    from ._programs import read_regular
+
+    data = read_regular(hook, HOOK_MAX + 1)
+    if data is None or len(data) > HOOK_MAX:
         return None
     try:
-        with open(descriptor, "rb") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            data = handle.read(HOOK_MAX + 1)
         text = data.decode("utf-8")
-    except (OSError, ValueError):  # UnicodeDecodeError is a ValueError
-        return None
-    if len(data) > HOOK_MAX:
+    except ValueError:  # UnicodeDecodeError
         return None
     for line in text.splitlines():
         if line.startswith("MAPPING") and "=" in line:  # setuptools: MAPPING: dict[str, str] = {'pkg': '/path/pkg'}

@@ -66,22 +66,30 @@ def find_module(module: str, path: "list[str]", installed: "Callable[[str], bool
 RECORD_MAX = 4 * 1024 * 1024
 
 
-def _read_record(entry: str, info: str) -> "bytes | frozenset[str] | None":
-    """The RECORD of the distribution whose metadata directory is ``info`` in ``entry``: its bytes, with a newline
-    in front so that every line, the first included, starts after one; or, for a RECORD that quotes a path (CSV
-    quotes one with a comma, a quote or a newline in it, where a newline no longer ends a line), the set of its
-    paths, parsed as installers write them. None if it can't be read, or is not a regular file (a FIFO must not
-    hang the start)."""
+def read_regular(path: str, limit: int) -> "bytes | None":
+    """Up to ``limit`` bytes of the regular file ``path``; None if it can't be opened or read, or is not a regular
+    file (opened without blocking, so that a FIFO can't hang the start)."""
     try:
-        descriptor = os.open(os.path.join(entry, info, "RECORD"), os.O_RDONLY | os.O_NONBLOCK)
+        descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except (OSError, ValueError):
         return None
     try:
         with open(descriptor, "rb") as handle:
             if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
                 return None
-            data = handle.read(RECORD_MAX)
+            return handle.read(limit)
     except (OSError, ValueError):
+        return None
+
+
+def _read_record(entry: str, info: str) -> "bytes | frozenset[str] | None":
+    """The RECORD of the distribution whose metadata directory is ``info`` in ``entry``: its bytes, with a newline
+    in front so that every line, the first included, starts after one; or, for a RECORD that quotes a path (CSV
+    quotes one with a comma, a quote or a newline in it, where a newline no longer ends a line), the set of its
+    paths, parsed as installers write them. None if it can't be read, or is not a regular file (a FIFO must not
+    hang the start)."""
+    data = read_regular(os.path.join(entry, info, "RECORD"), RECORD_MAX)
+    if data is None:
         return None
     if b'"' not in data:
         return b"\n" + data
