@@ -311,6 +311,13 @@ def test_check_reports_a_machine_file_that_the_variable_names_and_that_does_not_
     assert f"URANDOM_SHIM_MACHINE_CONFIG names '{tmp_path / 'typo' / 'machine.toml'}', which does not exist" in (
         " ".join(out.split())
     ), out
+    # A dangling symlink is as missing (hostile review): a start reads no machine file through it either.
+    link = tmp_path / "link.toml"
+    link.symlink_to(tmp_path / "gone.toml")
+    monkeypatch.setenv("URANDOM_SHIM_MACHINE_CONFIG", str(link))
+    code, out, _err = run_main(capsys, "check")
+    assert code == 1
+    assert f"URANDOM_SHIM_MACHINE_CONFIG names '{link}', which does not exist" in " ".join(out.split()), out
 
 
 @pytest.mark.parametrize("where", ["variable", "key"])
@@ -326,6 +333,23 @@ def test_check_reports_an_events_file_whose_directory_does_not_exist(
     code, out, _err = run_main(capsys, "check")
     assert code == 1
     assert f"names the events file '{events}', whose directory does not exist" in " ".join(out.split()), out
+
+
+def test_check_says_why_an_events_directory_that_exists_cant_be_reached(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, isolated: Path, tmp_path: Path
+) -> None:
+    """Hostile review: a path through a file, or a symlink loop, was called a directory that does not exist."""
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    for events, why in (
+        (tmp_path / "afile" / "sub" / "e.jsonl", "can't be reached (Not a directory)"),
+        (tmp_path / "loop" / "e.jsonl", "can't be reached (Too many levels of symbolic links)"),
+        (tmp_path / "afile" / "e.jsonl", "can't be reached (Not a directory)"),
+    ):
+        monkeypatch.setenv("URANDOM_SHIM_EVENTS", str(events))
+        code, out, _err = run_main(capsys, "check")
+        assert code == 1, out
+        assert f"names the events file '{events}', whose directory {why}" in " ".join(out.split()), out
 
 
 def test_check_lists_every_source_and_what_it_contributed(

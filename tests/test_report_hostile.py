@@ -654,3 +654,15 @@ def test_an_empty_path_is_a_usage_error(option: str) -> None:
 def test_allow_empty_without_fail_for_is_a_usage_error() -> None:
     code, _out, err = report("--events", str(SAMPLE_EVENTS), "--no-journal", "--allow-empty")
     assert code == 2 and "--allow-empty only changes what --fail-for decides" in err, err
+
+
+@pytest.mark.parametrize("depth", [1_000, 200_000])
+def test_a_line_nested_deeper_than_the_parser_goes_is_skipped_not_an_internal_error(tmp_path: Path, depth: int) -> None:
+    # Hostile review of issue 36: one deeply nested line from any user with write access ended the report in an
+    # internal error (RecursionError from json), exit 70, hiding every real finding.
+    events = records_file(tmp_path, *sample_records())
+    with open(events, "ab") as handle:
+        handle.write(b"\n" + b"[" * depth + b"\n")
+    code, out, _err = report("--events", str(events), "--no-journal", "--fail-for", "pep522")
+    assert code == 1, out
+    assert "not a JSON object" in out, out

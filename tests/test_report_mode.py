@@ -349,7 +349,10 @@ while not os.path.exists(stop):
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"), reason="needs root and setpriv")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not shutil.which("setpriv") or not os.path.exists("/usr/bin/python3"),
+    reason="needs root, setpriv and /usr/bin/python3",
+)
 def test_records_survive_another_users_partial_lines_in_the_shared_events_file(shim: Venv) -> None:
     """The events file as the events page sets it up (mode 0622 in root's directory): another user appends a forged
     record that fails no gate and a line without its newline, then one byte at a time while services write. Every
@@ -361,7 +364,8 @@ def test_records_survive_another_users_partial_lines_in_the_shared_events_file(s
         events.touch()
         events.chmod(0o622)
         hostile = subprocess.Popen(
-            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", sys.executable, "-c", HOSTILE,
+            # The system's interpreter: another user may not reach this one's (pyenv's, under /root) libraries.
+            ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", HOSTILE,
              str(events), str(stop)],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip

@@ -90,7 +90,7 @@ if hasattr(os, "register_at_fork"):
 
 #: The call site of ``random._inst``'s reseeding when ``random`` was imported before the shim started (by another
 #: ``.pth`` file, or ``sitecustomize``): who imported it can't be known any more, and the shim's frames are no answer.
-BEFORE_START = "<start-up, before urandom-shim>"
+BEFORE_START = _messages.CALLER_BEFORE_START
 
 
 def record(

@@ -163,8 +163,10 @@ MACHINE_FILE_MISSING = (
     "{variable} names {path!r}, which does not exist: no machine file is read but {machine_file}; create the file, "
     "or unset the variable."
 )
+#: The call site of an event about ``random`` imported before the shim started (urandom_shim._events.BEFORE_START).
+CALLER_BEFORE_START = "<start-up, before urandom-shim>"
 EVENTS_DIRECTORY_MISSING = (
-    "{source} names the events file {path!r}, whose directory does not exist, so no event is written; the shim never "
+    "{source} names the events file {path!r}, whose directory {why}, so no event is written; the shim never "
     "creates it: create it at boot (systemd-tmpfiles, see docs/reference/events.md), or choose another path."
 )
 BAD_VARIABLE = "environment variable {variable}={raw} is not a valid {key}; expected {expected}{hint}; ignoring it."

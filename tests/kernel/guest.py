@@ -244,7 +244,7 @@ def report_of_this_boot(events):
         fields["report"] = {"error": str(exc)}
     try:
         with open(events) as f:
-            fields["events"] = [json.loads(line) for line in f]
+            fields["events"] = [json.loads(line) for line in f if line.strip()]  # blank lines between records
     except (OSError, ValueError) as exc:
         fields["events"] = "unreadable: " + str(exc)
     report("report", **fields)

@@ -4,6 +4,7 @@ is :mod:`urandom_shim.cli.text`'s; the command line (:mod:`urandom_shim.cli.stat
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import sys
@@ -426,18 +427,36 @@ def check_only_problems(settings: _policies.Settings) -> list[str]:
     silently), and an events file whose directory doesn't exist (a failed write is silent, by design)."""
     problems = [] if _config.environment_ignored() else misspelt_variables(os.environ)
     moved = None if _config.environment_ignored() else os.environ.get(_config.ENV_MACHINE)
-    if moved and not os.path.lexists(moved):
+    if moved and _stat_error(moved) == errno.ENOENT:  # a dangling symlink too; anything else unreadable is a floor
         problems.append(
             _messages.MACHINE_FILE_MISSING.format(
                 variable=_config.ENV_MACHINE, path=_sources.clip(moved, 200), machine_file=_sources.MACHINE_FILE
             )
         )
     path = settings.events.value
-    if path and not os.path.isdir(os.path.dirname(path) or "/"):
-        problems.append(
-            _messages.EVENTS_DIRECTORY_MISSING.format(source=settings.events.source, path=_sources.clip(path, 200))
-        )
+    if path:
+        directory = os.path.dirname(path) or "/"
+        failed = _stat_error(directory)
+        if failed is None and not os.path.isdir(directory):
+            failed = errno.ENOTDIR
+        if failed is not None:
+            why = "does not exist" if failed == errno.ENOENT else f"can't be reached ({os.strerror(failed)})"
+            source = settings.events.source
+            problems.append(
+                _messages.EVENTS_DIRECTORY_MISSING.format(source=source, path=_sources.clip(path, 200), why=why)
+            )
     return problems
+
+
+def _stat_error(path: str) -> int | None:
+    """The errno of ``os.stat(path)``, or None if it succeeds."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno
+    except ValueError:  # a NUL in the path
+        return errno.EINVAL
+    return None
 
 
 def check_facts(target: str | None) -> dict[str, Any]:

@@ -109,7 +109,7 @@ _RECORD_START = b'{"v":'
 def _json_object(json: Any, text: bytes) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
-    except ValueError:  # not JSON, or not UTF-8
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
         return None
     return value if isinstance(value, dict) else None
 
