@@ -480,6 +480,12 @@ def test_a_document_that_makes_our_header_invalid_is_read_whole_and_reported(tmp
         '[[tool.urandom-shim.program]]\nname = "app"\npolicy = "legacy"\n',
         '[project]\nx = [\n[true]\n[tool.urandom-shim]\npolicy = "legacy"\n',
         '[project]\nx = [\n[\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        # The hostile review's second pass: a bracket in a string or a comment that "closes" the open array.
+        '[project]\ndependencies = ["a]",\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\nclassifiers = [ "x",  # keep sorted ]\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\nx = [\'a]\', """b]""",\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\nx = """\n[tool.urandom-shim]\npolicy = "legacy"\n',
+        '[project]\nx = "a\\\n[tool.urandom-shim]\npolicy = "legacy"\n',
     ],
     ids=[
         "unclosed-array",
@@ -488,6 +494,11 @@ def test_a_document_that_makes_our_header_invalid_is_read_whole_and_reported(tmp
         "unclosed-before-our-second-table",
         "a-header-that-is-a-value-between",
         "an-open-bracket-line-between",
+        "a-bracket-in-a-string",
+        "a-bracket-in-a-comment",
+        "brackets-in-two-kinds-of-string",
+        "a-multi-line-string-left-open",
+        "a-backslash-that-takes-the-newline",
     ],
 )
 def test_an_array_left_open_before_our_header_is_read_whole_and_reported_as_tomllib_reports_it(

@@ -279,8 +279,9 @@ def patch_stray_references(patcher: "Patcher", wrapper: "Callable[..., bytes]", 
     arguments, ``functools.partial``, ``staticmethod`` and closure cells. The garbage collector knows every container
     that holds one; each place is patched in place and restored when the CRNG becomes ready.
 
-    What can't be covered: a reference in a tuple that is not a default argument, a frozenset or dict key, an
-    attribute declared in ``__slots__``, a running function's local variable, or C code. Those keep the interpreter's
+    What can't be covered: a reference in a tuple that is not a default argument, a frozenset or dict key, a deque
+    or a dict subclass, a bound method or a lazy iterator, an attribute declared in ``__slots__``, a running
+    function's local variable, or C code. Those keep the interpreter's
     own behaviour: CPython's waits for the kernel; PyPy's never waits, which ``status`` and ``check`` say there.
     """
     skip = _own_places()

@@ -362,9 +362,7 @@ def our_tables(text: str) -> "str | None":
             if name != OURS and not name.startswith(OURS + "."):
                 return None  # our name in a header that is not plainly ours
             begin = _last_header(text, counted, start)
-            if text.count("[", begin, start) != text.count("]", begin, start) or text.count(
-                "{", begin, start
-            ) != text.count("}", begin, start):
+            if _left_open(text, begin, start):
                 return None  # an array or inline table left open before our header swallows it: tomllib decides
             counted = start
             # The table runs to the next line that starts with "[".
@@ -401,8 +399,7 @@ def _last_header(text: str, begin: int, start: int) -> int:
     """Where the last line in ``text[begin:start]`` that opens a plain header (``[``, ``[[``, then a letter) starts,
     or ``begin``. An array or inline table left open above it makes ``tomllib`` fail there, in another table (its
     first word is no value unless it starts like ``true``, ``false``, ``inf`` or ``nan``), so only the few lines
-    below it need counting. The count reads no strings or comments: a stray bracket there only makes the whole
-    document be read, but one that balances an open one (``x = [ # ]``) goes unseen."""
+    below it need counting (:func:`_left_open`)."""
     found = text.rfind("\n[", begin, start)
     while found >= 0:
         name = text[found + 2 : found + 8].lstrip("[")
@@ -410,6 +407,76 @@ def _last_header(text: str, begin: int, start: int) -> int:
             return found + 1
         found = text.rfind("\n[", begin, found)
     return begin
+
+
+def _left_open(text: str, begin: int, end: int) -> bool:
+    """Whether an array, inline table or multi-line string is still open at ``end`` (where our header starts), in
+    ``text[begin:end]``. Brackets are counted at C speed on the lines without a quote or ``#``; a line with one is
+    read as TOML reads it, so that ``"a]"`` or ``# ]`` can't close an array left open (hostile review)."""
+    if text.count("[", begin, end) == text.count("]", begin, end) and text.count("{", begin, end) == text.count(
+        "}", begin, end
+    ):
+        if text.find('"', begin, end) < 0 and text.find("'", begin, end) < 0 and text.find("#", begin, end) < 0:
+            return False
+    else:
+        return True  # unbalanced as counted: open, or a stray bracket in a string: tomllib decides either way
+    depth = 0
+    index = begin
+    while index < end:
+        stop = text.find("\n", index, end)
+        stop = end if stop < 0 else stop
+        if text.find('"', index, stop) < 0 and text.find("'", index, stop) < 0 and text.find("#", index, stop) < 0:
+            depth += text.count("[", index, stop) + text.count("{", index, stop)
+            depth -= text.count("]", index, stop) + text.count("}", index, stop)
+            index = stop + 1
+            continue
+        while index < stop:
+            char = text[index]
+            if char == "#":
+                break
+            if char == '"' or char == "'":
+                if text.startswith(char * 3, index):  # a multi-line string: to its closing quotes, lines and all
+                    close = index + 3
+                    while True:
+                        close = text.find(char * 3, close, end)
+                        if close < 0:
+                            return True
+                        if char == "'" or not _escaped(text, close):
+                            break
+                        close += 1
+                    while close + 3 < end and text[close + 3] == char:  # up to two quotes end the content
+                        close += 1
+                    index = close + 3
+                    stop = text.find("\n", index, end)
+                    stop = end if stop < 0 else stop
+                    continue
+                close = index + 1
+                while True:
+                    close = text.find(char, close, stop)
+                    if close < 0 or char == "'" or not _escaped(text, close):
+                        break
+                    close += 1
+                if close < 0:
+                    if char == '"' and stop < end and _escaped(text, stop):
+                        return True  # its backslash takes the newline in: tomllib fails at the next line, maybe ours
+                    break  # a string left open on its line: that line is invalid, and it is another table's
+                index = close + 1
+                continue
+            if char == "[" or char == "{":
+                depth += 1
+            elif char == "]" or char == "}":
+                depth -= 1
+            index += 1
+        index = stop + 1
+    return depth > 0
+
+
+def _escaped(text: str, index: int) -> bool:
+    """Whether the character at ``index`` follows an odd run of backslashes."""
+    run = index
+    while run > 0 and text[run - 1] == "\\":
+        run -= 1
+    return (index - run) % 2 == 1
 
 
 def _line_around(text: str, index: int) -> "tuple[int, int]":

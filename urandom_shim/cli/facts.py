@@ -77,7 +77,9 @@ LIMIT_PYPY_NATIVE = (
 
 LIMIT_PYPY_EARLY_REFERENCES = (
     "A reference to os.urandom taken before the shim engaged (another .pth, a sitecustomize) and kept in a tuple "
-    "other than a default argument, in a set or as a dict key, in an attribute declared in __slots__, or in a "
+    "other than a default argument, in a set or as a dict key, in a deque or a dict subclass (OrderedDict, "
+    "defaultdict), in a bound method or a lazy iterator (map, itertools.repeat), in an attribute declared in "
+    "__slots__, or in a "
     "local variable of a function still running, can't be replaced: a call through it gets PyPy's own os.urandom, "
     "which never waits (CPython's waits). Every other reference gets the policy. Keep such references in a module, "
     "a class, a list or a dict value instead."
