@@ -301,6 +301,22 @@ def test_check_suggests_the_variable_that_a_misspelt_one_meant(
     assert _config.environment_problems() == []
 
 
+@pytest.mark.parametrize(
+    ("name", "meant"),
+    [("URANDOM_SHIM_POLICY", "URANDOM_POLICY"), ("URANDOM_TIMEOUT", "URANDOM_SHIM_TIMEOUT"),
+     ("urandom_policy", "URANDOM_POLICY"), ("Urandom_Shim_Mode", "URANDOM_SHIM_MODE")],
+)  # fmt: skip
+def test_check_suggests_the_variable_for_a_shim_or_a_case_away(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str, meant: str
+) -> None:
+    """Newcomer pass: the likeliest slips, SHIM_ put in or left out and lower case, were silent."""
+    monkeypatch.setenv(name, "pep522")
+    code, out, _err = run_main(capsys, "check")
+    assert code == 1
+    assert f"environment variable {name} is not one the shim reads" in " ".join(out.split()), out
+    assert f"(did you mean '{meant}'?)" in " ".join(out.split()), out
+
+
 def test_check_reports_a_machine_file_that_the_variable_names_and_that_does_not_exist(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:

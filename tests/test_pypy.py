@@ -213,3 +213,13 @@ def test_every_reference_taken_before_the_shim_gets_the_policy(shim: Venv, tmp_p
     finally:
         hook.unlink()
     assert result.stdout.splitlines() == ["raised"] * len(HOLDER_CALLS), result.stdout + result.stderr
+
+
+def test_the_import_systems_frames_are_never_named_as_the_caller(shim: Venv, tmp_path: Path) -> None:
+    # Newcomer pass: on PyPy, `import secrets` (which imports random) gave "import random called from
+    # <builtin>/frozen importlib._bootstrap_external:865", PyPy's import machinery, where CPython names the code.
+    env = {"URANDOM_POLICY": "legacy", "URANDOM_SHIM_SIMULATE": "unready-forever"}
+    result = shim.run("-c", "import secrets", env=env, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stderr.splitlines() if "import random called from" in line]
+    assert "import random called from <string>:1 before" in line, line

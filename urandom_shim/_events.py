@@ -216,6 +216,8 @@ _SHIM_DIR = os.path.dirname(os.path.abspath(__file__))
 #: The start-up module, beside the package: its frames are the shim's too (a module imported by another .pth before
 #: the shim started is reseeded from it, and the event must name who imported it, not the shim).
 _BOOT_FILE = os.path.join(os.path.dirname(_SHIM_DIR), "_urandom_shim_boot.py")
+#: The shim's frames, and the import system's own (CPython's, PyPy's): never the code that asked.
+_NOT_CALLERS = (_SHIM_DIR, "<frozen ", "<builtin>/")
 _STDLIB_DIR = os.path.dirname(os.path.abspath(os.__file__))
 
 
@@ -227,9 +229,8 @@ def _skip(filename: str) -> bool:
     skip = _skipped.get(filename)
     if skip is None:
         skip = _skipped[filename] = (
-            filename.startswith(_SHIM_DIR)
+            filename.startswith(_NOT_CALLERS)
             or filename == _BOOT_FILE
-            or filename.startswith("<frozen ")
             or (filename.startswith(_STDLIB_DIR) and "-packages" not in filename)
         )
     return skip
@@ -245,7 +246,11 @@ def caller_frame() -> "Any":
         filename = frame.f_code.co_filename
         if not _skip(filename):
             return frame
-        if fallback is None and not filename.startswith((_SHIM_DIR, "<frozen ")) and filename != _BOOT_FILE:
+        if (
+            fallback is None
+            and not filename.startswith((_SHIM_DIR, "<frozen ", "<builtin>/"))
+            and filename != _BOOT_FILE
+        ):
             fallback = frame
         frame = frame.f_back
     return fallback

@@ -414,9 +414,16 @@ def misspelt_variables(environ: Mapping[str, str]) -> list[str]:
     A name close to none is another program's business, and is left alone."""
     problems = []
     for name in environ:
-        if name[:8] == "URANDOM_" and name not in _config.VARIABLES and name not in OWN_VARIABLES and len(name) <= 60:
+        ours = name in _config.VARIABLES or name in OWN_VARIABLES
+        if name[:8].upper() == "URANDOM_" and not ours and len(name) <= 60:  # urandom_policy: a case away
             folded = name.lower().replace("_", "")
-            distance, best = min((_config._distance(folded, v.lower().replace("_", "")), v) for v in _config.VARIABLES)
+            # URANDOM_SHIM_POLICY for URANDOM_POLICY, and URANDOM_TIMEOUT for URANDOM_SHIM_TIMEOUT: SHIM_ put in or
+            # left out is one slip, not four letters.
+            forms = (folded, folded.replace("shim", "", 1), "urandomshim" + folded[7:])
+            distance, best = min(
+                (min(_config._distance(form, v.lower().replace("_", "")) for form in forms), v)
+                for v in _config.VARIABLES
+            )
             if distance <= 2:
                 problems.append(_messages.MISSPELT_VARIABLE.format(variable=name, best=best))
     return problems

@@ -175,8 +175,8 @@ def check_lines(report: dict[str, Any]) -> list[str]:
 
 
 PRINTED_WHEN = (
-    "an interpreter prints these when it starts while the CRNG is not ready; every start prints the ones about "
-    "URANDOM_* variables"
+    "an interpreter prints these when it starts while the CRNG is not ready, and every start the ones about the "
+    "values of URANDOM_* variables; only check finds misspelt variable names and missing files"
 )
 
 
