@@ -59,9 +59,11 @@ def boot(how: str = "start") -> None:
 
                     fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
                     try:
-                        poller = select.poll()
-                        poller.register(fd, select.POLLIN)
-                        ready = bool(poller.poll(0))
+                        found = os.fstat(fd)  # the character device (1, 8), not a file mounted over it
+                        if found.st_mode & 0o170000 == 0o020000 and found.st_rdev == os.makedev(1, 8):
+                            poller = select.poll()
+                            poller.register(fd, select.POLLIN)
+                            ready = bool(poller.poll(0))
                     finally:
                         os.close(fd)
             except Exception:  # noqa: BLE001 - an odd release string, or no /dev/random: counts as ready

@@ -10,6 +10,8 @@ on ``gc.get_freeze_count``.
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -223,3 +225,21 @@ def test_the_import_systems_frames_are_never_named_as_the_caller(shim: Venv, tmp
     assert result.returncode == 0, result.stderr
     (line,) = [line for line in result.stderr.splitlines() if "import random called from" in line]
     assert "import random called from <string>:1 before" in line, line
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("unshare"), reason="needs root and unshare")
+def test_a_file_mounted_over_dev_random_is_not_asked(shim: Venv, tmp_path: Path) -> None:
+    # Hostile review: without os.getrandom the state came from whatever was at /dev/random: a FIFO there read as
+    # "unready" on a ready kernel (and pep524 waited), and a copy of /dev/urandom would read "ready" at early boot.
+    has_getrandom = shim.run("-c", "import os; print(hasattr(os, 'getrandom'))")
+    if has_getrandom.stdout.strip() == "True":
+        pytest.skip("only an interpreter without os.getrandom (PyPy) asks /dev/random")
+    fifo = tmp_path / "random"
+    os.mkfifo(fifo)
+    script = f'mount --bind "{fifo}" /dev/random && exec "$0" status --json'
+    result = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "sh", "-c", script, cli(shim)],
+        capture_output=True, text=True, env=clean_env(), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout)["kernel"]["crng"] == "unknown", result.stdout

@@ -13,6 +13,7 @@ interrupted by Ctrl-C while the kernel works.
 
 import _thread
 import os
+import stat
 import sys
 import time
 
@@ -83,8 +84,14 @@ def dev_random_answers() -> bool:
             try:
                 release = os.uname().release.split(".")
                 _dev_random_answers = (int(release[0]), int(release[1].split("-")[0])) >= (5, 6)
-            except (ValueError, IndexError):
-                pass
+                if _dev_random_answers:  # and /dev/random is the kernel's, not a file mounted over it: else unknown
+                    fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+                    try:
+                        _dev_random_answers = _is_dev_random(fd)
+                    finally:
+                        os.close(fd)
+            except (ValueError, IndexError, OSError):
+                _dev_random_answers = False
     return _dev_random_answers
 
 
@@ -98,6 +105,8 @@ def _poll_dev_random(seconds: "float | None") -> bool:
     except OSError:
         return True
     try:
+        if not _is_dev_random(fd):
+            return True  # something else mounted there (hostile review): not asked, as before Linux 5.6
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         return bool(poller.poll(None if seconds is None else max(0, int(seconds * 1000))))
@@ -107,14 +116,23 @@ def _poll_dev_random(seconds: "float | None") -> bool:
         os.close(fd)
 
 
+def _is_dev_random(fd: int) -> bool:
+    """Whether ``fd`` is the kernel's /dev/random, the character device (1, 8)."""
+    found = os.fstat(fd)
+    return stat.S_ISCHR(found.st_mode) and (os.major(found.st_rdev), os.minor(found.st_rdev)) == _DEV_RANDOM
+
+
 def _block_on_dev_random() -> None:
     """Block until the CRNG is initialised, in the kernel: a read of /dev/random, which on Linux 5.6+ waits for
     exactly that (and runs the jitter-entropy generator meanwhile, as getrandom(0) does). PyPy releases the GIL."""
     try:
-        fd = os.open("/dev/random", os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open("/dev/random", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except OSError:
         return
     try:
+        if not _is_dev_random(fd):
+            return
+        os.set_blocking(fd, True)
         os.read(fd, 1)
     except OSError:
         pass
