@@ -91,9 +91,9 @@ def install(venv: Venv, installer: str, *args: str) -> None:
 
 
 #: The event of ``random`` imported before the shim started, which the shim records as it activates: the
-#: ``editables`` hook imports ``importlib.abc`` from its ``.pth``, and on 3.13 that imports ``tempfile`` and ``random``
-#: (on 3.8 it doesn't).
-RANDOM_BEFORE_THE_SHIM = "import random @ _urandom_shim_boot.py"
+#: ``editables`` hook imports ``importlib.abc`` from its ``.pth``, and on 3.11 to 3.13 that imports ``tempfile`` and
+#: ``random`` (on 3.8 it doesn't). Its call site is no frame of the shim's (tests/test_activation.py).
+RANDOM_BEFORE_THE_SHIM = "import random @ <start-up, before urandom-shim>"
 
 
 def start(command: list[str], cwd: Path, random_before_the_shim: bool = False) -> dict[str, Any]:
