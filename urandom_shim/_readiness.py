@@ -85,10 +85,9 @@ def dev_random_answers() -> bool:
                 release = os.uname().release.split(".")
                 _dev_random_answers = (int(release[0]), int(release[1].split("-")[0])) >= (5, 6)
                 if _dev_random_answers:  # and /dev/random is the kernel's, not a file mounted over it: else unknown
-                    fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-                    try:
-                        _dev_random_answers = _is_dev_random(fd)
-                    finally:
+                    fd = _open_dev_random()
+                    _dev_random_answers = fd is not None
+                    if fd is not None:
                         os.close(fd)
             except (ValueError, IndexError, OSError):
                 _dev_random_answers = False
@@ -100,13 +99,10 @@ def _poll_dev_random(seconds: "float | None") -> bool:
     it. An error counts as ready, as a denied getrandom() does."""
     import select
 
+    fd = _open_dev_random()
+    if fd is None:
+        return True  # gone, or something else mounted there (hostile review): not asked, as before Linux 5.6
     try:
-        fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return True
-    try:
-        if not _is_dev_random(fd):
-            return True  # something else mounted there (hostile review): not asked, as before Linux 5.6
         poller = select.poll()
         poller.register(fd, select.POLLIN)
         return bool(poller.poll(None if seconds is None else max(0, int(seconds * 1000))))
@@ -116,22 +112,34 @@ def _poll_dev_random(seconds: "float | None") -> bool:
         os.close(fd)
 
 
-def _is_dev_random(fd: int) -> bool:
-    """Whether ``fd`` is the kernel's /dev/random, the character device (1, 8)."""
-    found = os.fstat(fd)
-    return stat.S_ISCHR(found.st_mode) and (os.major(found.st_rdev), os.minor(found.st_rdev)) == _DEV_RANDOM
+def _open_dev_random() -> "int | None":
+    """A non-blocking descriptor of the kernel's /dev/random (the character device (1, 8)), or None if it can't be
+    opened or something else is at that path (a FIFO mounted there would otherwise answer for the kernel)."""
+    try:
+        fd = os.open("/dev/random", os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        found = os.fstat(fd)
+    except OSError:
+        found = None
+    if (
+        found is not None
+        and stat.S_ISCHR(found.st_mode)
+        and (os.major(found.st_rdev), os.minor(found.st_rdev)) == _DEV_RANDOM
+    ):
+        return fd
+    os.close(fd)
+    return None
 
 
 def _block_on_dev_random() -> None:
     """Block until the CRNG is initialised, in the kernel: a read of /dev/random, which on Linux 5.6+ waits for
     exactly that (and runs the jitter-entropy generator meanwhile, as getrandom(0) does). PyPy releases the GIL."""
-    try:
-        fd = os.open("/dev/random", os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except OSError:
+    fd = _open_dev_random()
+    if fd is None:
         return
     try:
-        if not _is_dev_random(fd):
-            return
         os.set_blocking(fd, True)
         os.read(fd, 1)
     except OSError:
