@@ -788,6 +788,10 @@ def test_events_from_the_samples_journal() -> None:
         "uid": 0,
         "unit": "early-setup.service",
         "argv": ["/usr/bin/python3 /usr/local/sbin/early-setup.py"],
+        # journald's own fields of the entry: the machine and boot a fleet's report attributes it to
+        "machine_id": "3a9e7c51d2f84b06a1c7e93f5d2b8046",
+        "boot_id": "5f0c6a1e9b3d4e7a8c2f1d0b6e4a9c37",
+        "hostname": "debian",
     }
     # The times are the entries': the call's line reached journald at 17.411238, after its wait of 1.05 s.
     assert events == [

@@ -16,6 +16,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -361,10 +362,25 @@ def test_a_fifo_is_refused_at_once(tmp_path: Path, how: str) -> None:
     assert "not a regular file (a FIFO)" in done.stdout, done.stdout
 
 
-def test_a_directory_or_a_device_is_refused(tmp_path: Path) -> None:
-    for path in (str(tmp_path), "/dev/zero"):
-        code, out, _err = report("--events", path, "--no-journal", "--fail-for", "pep522")
-        assert code == EXIT_NOTHING_READ and "refused: not a regular file" in out, out
+def test_a_device_is_refused(tmp_path: Path) -> None:
+    code, out, _err = report("--events", "/dev/zero", "--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "refused: not a regular file" in out, out
+
+
+def test_a_directory_of_events_reads_only_regular_files_below_it(tmp_path: Path) -> None:
+    """--events DIR is a fleet's events: every regular file below it, never a FIFO (no writer would hang the read),
+    a device, or a symlink out of it; with none, nothing was read (exit 3)."""
+    code, out, _err = report("--events", str(tmp_path), "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "no events file in it" in out, out
+    os.mkfifo(tmp_path / "fifo.jsonl")
+    (tmp_path / "zero.jsonl").symlink_to("/dev/zero")
+    (tmp_path / "outside.jsonl").symlink_to(SAMPLE_EVENTS)
+    began = time.monotonic()
+    code, out, _err = report("--events", str(tmp_path), "--fail-for", "pep522")
+    assert time.monotonic() - began < 15 and code == EXIT_NOTHING_READ, out
+    shutil.copy(SAMPLE_EVENTS, tmp_path / "machine-a.jsonl")
+    code, out, _err = report("--events", str(tmp_path), "--fail-for", "pep522")
+    assert code == exits.EXIT_PROBLEMS and "1 file, 8 events" in out, out
 
 
 def test_a_huge_events_file_is_refused_without_being_read(tmp_path: Path) -> None:

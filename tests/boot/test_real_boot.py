@@ -93,6 +93,11 @@ POLICY_OF = {
 ACTION = {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "best-effort"}
 
 
+def named(entries: list[dict[str, Any]]) -> list[str]:
+    """The program names of a verdict's entries (each also says on how many machines and boots)."""
+    return [entry["name"] for entry in entries]
+
+
 def action(name: str, machine: str) -> str:
     """What ``name``'s call would do in the window, under its unit's policy on a machine whose policy is ``machine``:
     what a report-mode event records as ``would``."""
@@ -511,7 +516,11 @@ def report_words(
     if late:
         case += f" ({', '.join(late)}: unready at the first line, ready by the call)"
     pep522 = report["verdict"]["pep522"]
-    verdict = f"pep522 would raise for {', '.join(pep522['raise'])}" if pep522["raise"] else "pep522: none would raise"
+    verdict = (
+        f"pep522 would raise for {', '.join(named(pep522['raise']))}"
+        if named(pep522["raise"])
+        else "pep522: none would raise"
+    )
     stalls = ", ".join(f"{s['unit']} lost {s['lost']:.2f} s" for s in report["stalls"]) or "none"
     return f"{case}; {verdict}; stalls: {stalls}"
 
@@ -600,7 +609,7 @@ def assert_the_boot_in_report_mode(record: Any, suite: str, kernel: boot_image.K
         mine = [call for call in program["calls"] if str(call["caller"]).startswith(file + ":")]
         assert mine and all(call["mode"] == "report" and call["action"] == "untouched" for call in mine), program
         assert {call["would"] for call in mine} == {action(name, "pep522")}, (name, mine)
-        assert (units[name] in report["verdict"]["pep522"]["raise"]) == (name in RAISE_UNDER_PEP522), report
+        assert (units[name] in named(report["verdict"]["pep522"]["raise"])) == (name in RAISE_UNDER_PEP522), report
     events = [json.loads(line) for line in (boot.files.get("events.jsonl") or "").splitlines() if line.strip()]
     assert {event["unit"] for event in events} <= in_journal, events  # the file can miss an event, never add one
     if not in_window:
@@ -633,6 +642,6 @@ def assert_the_boot_in_report_mode(record: Any, suite: str, kernel: boot_image.K
             assert said in (boot.files.get("report.txt") or ""), said
 
     # --fail-for pep522 exits 1 exactly when some program would raise (or get weak bytes) under pep522.
-    fails = bool(report["verdict"]["pep522"]["raise"] or report["verdict"]["pep522"]["weak"])
+    fails = bool(named(report["verdict"]["pep522"]["raise"]) or named(report["verdict"]["pep522"]["weak"]))
     assert fails == bool(in_window & RAISE_UNDER_PEP522), report["verdict"]["pep522"]
     assert boot.files.get("fail-for.rc") == ("1\n" if fails else "0\n"), (boot.files.get("fail-for.rc"), fails)

@@ -134,10 +134,14 @@ setting) and this boot's journal (the shim's lines, per unit), with `crng init d
 program: its first call, the call sites, what happened and what each policy would do; then a verdict per policy.
 It also lists the units whose Python interpreter waited for the CRNG before the shim could run (its hash-seed read).
 
+Over a fleet (--journal-dir, --events DIR, or --events more than once): every finding is attributed to the machine
+and boot it came from, and the verdict counts machines and boots; --fail-for fails if any machine would break.
+
 examples:
   urandom-shim report
   urandom-shim report --events /run/urandom-shim/events.jsonl --no-journal --json
   urandom-shim report --fail-for pep522       # exit 1 if pep522 would break something
+  urandom-shim report --journal-dir /var/log/journal/remote --fail-for pep522   # a fleet's first boots
 """
 
 
@@ -243,7 +247,16 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub.add_argument(
         "--events",
         metavar="PATH",
-        help=f"the events file (default: the configured one, else {_events_default()} if it exists)",
+        action="append",
+        help=f"the events file (default: the configured one, else {_events_default()} if it exists); a directory "
+        "reads every file below it; give it again for more (a fleet's files)",
+    )
+    sub.add_argument(
+        "--journal-dir",
+        metavar="DIR",
+        action="append",
+        help="a directory of journal files, as systemd-journal-remote writes them (or any `journalctl --directory`); "
+        "give it again for more. A fleet report reads only the sources it is given, not this boot's journal",
     )
     source = sub.add_mutually_exclusive_group()
     source.add_argument("--journal-file", metavar="PATH", help="a saved `journalctl -b -o json` instead of this boot's")

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import argparse
 import errno
+import os
 import sys
+import time
 
 from .. import _messages
 from . import exits, text
@@ -18,13 +20,22 @@ def cmd_report(args: argparse.Namespace) -> int:
     from ..report import gather, verdict
     from ..report import text as report_text
 
-    for option, given in (("--events", args.events), ("--journal-file", args.journal_file)):
-        if given == "":
+    events = args.events or []
+    journal_dirs = args.journal_dir or []
+    given = [("--events", path) for path in events] + [("--journal-dir", path) for path in journal_dirs]
+    for option, path in [*given, ("--journal-file", args.journal_file)]:
+        if path == "":
             raise UsageError(_messages.REPORT_EMPTY_PATH.format(option=option))
     if args.allow_empty and args.fail_for is None:
         raise UsageError(_messages.REPORT_ALLOW_EMPTY_ALONE)
-    path = args.events if args.events is not None else gather.default_events_path()
-    report = gather.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
+    if journal_dirs and args.journal_file is not None:
+        raise UsageError(_messages.REPORT_FLEET_AND_FILE)
+    if journal_dirs or len(events) > 1 or any(os.path.isdir(path) for path in events):
+        with Progress() as progress:
+            report = gather.gather_fleet(events, journal_dirs, progress=progress.show)
+    else:
+        path = events[0] if events else gather.default_events_path()
+        report = gather.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
     try:
         if sys.stdout is None:  # started with stdout closed (`>&-`)
             raise OSError(errno.EBADF, "standard output is closed")
@@ -56,3 +67,41 @@ def cmd_report(args: argparse.Namespace) -> int:
     else:
         emit(_messages.REPORT_SOURCE_UNREAD.format(policy=args.fail_for, source=source, problem=problem, hint=hint))
     return EXIT_NOTHING_READ
+
+
+class Progress:
+    """A line on stderr while a fleet's files are read, when stderr is a terminal: files read, boots found, time
+    so far. At most a few updates a second; cleared at the end. Nothing at all when stderr is not a terminal."""
+
+    def __init__(self) -> None:
+        try:
+            self.on = sys.stderr is not None and sys.stderr.isatty()
+        except (OSError, ValueError):
+            self.on = False
+        self.began = time.monotonic()
+        self.last = 0.0
+        self.shown = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def show(self, done: int, total: int, boots: int) -> None:
+        now = time.monotonic()
+        if not self.on or (now - self.last < 0.25 and done < total):
+            return
+        self.last = now
+        line = f"urandom-shim report: {done}/{total} files read, {boots} boots, {now - self.began:.0f} s"
+        try:
+            sys.stderr.write(f"\r{line}\x1b[K")
+            sys.stderr.flush()
+            self.shown = True
+        except (OSError, ValueError):
+            self.on = False
+
+    def __exit__(self, *exc: object) -> None:
+        if self.shown:
+            try:
+                sys.stderr.write("\r\x1b[K")
+                sys.stderr.flush()
+            except (OSError, ValueError):
+                pass

@@ -8,19 +8,20 @@ from __future__ import annotations
 import os
 
 from .. import _events
+from . import fleet as _fleet
 from . import journal as _journal
 from . import kernel_log as _kernel_log
 from . import shim_lines as _shim_lines
 from . import stalls as _stalls
-from .verdict import KNOWN_SITES, call_site, group, program_name, verdict
+from .verdict import KNOWN_SITES, SAID, call_site, program_name, verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 
 #: The version of ``report --json``'s format.
-VERSION = 1
+VERSION = 2
 
 
 MAX_EVENTS_FILE = 64 * 1024 * 1024
@@ -201,30 +202,20 @@ def gather(
     simulated: str | None = None,
     since: float | None = None,
 ) -> dict[str, Any]:
-    """Every fact of the report, as ``--json`` prints it. ``simulated``: the simulation the events were recorded
-    under (``simulate --report-only``): the real kernel's ``crng init done`` is then not part of the story.
+    """Every fact of one machine's report, as ``--json`` prints it. ``simulated``: the simulation the events were
+    recorded under (``simulate --report-only``): the real kernel's ``crng init done`` is then not part of the story.
 
     Each source says whether it was read (``read``), and if not, whether there was simply nothing there (``absent``:
-    a file that does not exist, no journalctl, no journal of this boot) or it could not be read (a problem)."""
+    a file that does not exist, no journalctl, no journal of this boot) or it could not be read (a problem).
+
+    The events file is this machine's: a record that names no machine and no boot (an older shim's) is of the boot
+    the journal is of. Records of other boots (a persistent events file) are each their boot's."""
     sources: dict[str, Any] = {}
-    events: list[dict[str, Any]] = []
+    file_events: list[dict[str, Any]] = []
     if events_path is not None:
         found = read_events_file(events_path)
-        events.extend(found["events"])
-        skipped = sum(found["skipped"].values())
-        problem = found["problem"]
-        if problem is None and skipped and not found["events"]:  # a file of nothing but garbage was not read
-            why = "; ".join(f"{count} {reason}" for reason, count in sorted(found["skipped"].items()))
-            problem = f"no record in it could be read ({why})"
-        sources["events"] = {
-            "path": events_path,
-            "records": len(found["events"]),
-            "skipped": skipped,
-            "skipped_why": found["skipped"],
-            "problem": problem,
-            "read": problem is None,
-            "absent": found["absent"],
-        }
+        file_events = found["events"]
+        sources["events"] = _events_source(events_path, found)
     else:
         sources["events"] = {
             "path": None,
@@ -236,17 +227,17 @@ def gather(
             "absent": True,
         }
     entries: list[dict[str, Any]] | None = None
+    journal_events: list[dict[str, Any]] = []
     if journal or journal_file is not None:
         entries, problem = _journal.read_journal(journal_file)
         # A timestamp that is no time since boot: the entry is kept (a line of the shim still counts, as a finding
         # can only be added), without a time, and counted.
         untimed = sum(1 for entry in entries if _journal.bad_time(entry))
-        from_journal, rejected = _shim_lines.journal_events(entries) if entries else ([], [])
-        events.extend(_unseen(from_journal, events))
+        journal_events, rejected = _shim_lines.journal_events(entries) if entries else ([], [])
         sources["journal"] = {
             "path": journal_file or "journalctl -b",
             "entries": len(entries),
-            "records": len(from_journal),
+            "records": len(journal_events),
             "rejected": len(rejected),
             "rejected_lines": rejected[:MAX_REJECTED_SHOWN],
             "untimed": untimed,
@@ -254,6 +245,7 @@ def gather(
             "read": problem is None,
             "absent": _journal.absent(problem),
         }
+    events = file_events + journal_events
     if simulated is None and events and all(event.get("simulated") for event in events):
         # Every event was recorded in a simulated window (a CI dry run's events file, read on its own later): the
         # real kernel's crng init done, long past, is no more part of this story than in simulate's own report.
@@ -267,21 +259,217 @@ def gather(
             crng_source = "the saved journal holds no 'crng init done'"
     sources["kernel"] = {"crng_init_done": crng, "source": crng_source, "simulated": simulated is not None}
     stalls = _stalls.stalls(entries, crng) if entries else []
-    programs = group(events, crng)
+    here = _journal_boot(entries) if entries else _this_boot()
+    boots: dict[Any, dict[str, Any]] = {}
+    local = _fleet.boot_of(boots, *here)
+    if entries:
+        _fleet.note(local, **_journal_facts(entries))
+    local["crng_init_done"] = crng
+    local["stalls"] = stalls
+    for event in file_events:
+        ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))
+        boot = _fleet.boot_of(boots, *(here if ids == (None, None) else ids))
+        _fleet.note(boot, **event)
+        boot["file_events"].append(event)
+    for event in journal_events:
+        ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))
+        boot = _fleet.boot_of(boots, *(here if ids == (None, None) else ids))
+        _fleet.note(boot, hostname=event.get("hostname"))
+        boot["journal_events"].append(event)
+    if len(boots) > 1 and not local["file_events"] and not local["journal_events"] and not entries:
+        del boots[(local["machine"], local["boot_id"])]  # this machine was only asked for its ids
+    return _report(sources, boots, crng, stalls, since)
+
+
+def gather_fleet(
+    events_paths: list[str],
+    journal_dirs: list[str],
+    *,
+    progress: Callable[[int, int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Every fact of the report over many machines and boots: the events files and directories ``events_paths``
+    names, and the journal directories ``journal_dirs`` (as systemd-journal-remote writes them), each finding
+    attributed to the machine and boot its source names (:mod:`urandom_shim.report.fleet`). ``progress(done,
+    total, boots)`` is called as files are read."""
+    boots: dict[Any, dict[str, Any]] = {}
+    files, problems = _fleet.events_files(events_paths)
+    read: list[dict[str, Any]] = []
+    for done, path in enumerate(files, 1):
+        found = read_events_file(path)
+        read.append(_events_source(path, found))
+        for event in found["events"]:
+            ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))
+            # Records that name no machine: the file is one machine's, unnamed.
+            boot = _fleet.boot_of(boots, *ids, machine=None if ids[0] else f"file {path}")
+            _fleet.note(boot, **event)
+            boot["file_events"].append(event)
+            if path not in boot["sources"]:
+                boot["sources"].append(path)
+        if progress is not None:
+            progress(done, len(files), len(boots))
+    sources: dict[str, Any] = {}
+    if events_paths:
+        sources["events"] = _events_summary(events_paths, read, problems)
+    if journal_dirs:
+        from . import journal_dir as _journal_dir
+
+        def step(done: int, total: int, _boots: int) -> None:
+            if progress is not None:
+                progress(len(files) + done, len(files) + total, len(boots))
+
+        found_dirs = _journal_dir.read_journal_dirs(journal_dirs, progress=step)
+        sources["journal_dirs"] = found_dirs["sources"]
+        for facts in found_dirs["boots"]:
+            boot = _fleet.boot_of(boots, facts["machine_id"], facts["boot_id"])
+            _fleet.note(boot, **{name: facts.get(name) for name in ("hostname", "kernel", "first_boot")})
+            _fleet.note(boot, crng_init_done=facts.get("crng_init_done"), first_seen=facts.get("first_seen"))
+            for event in facts["events"]:
+                event.update(machine_id=facts["machine_id"], boot_id=facts["boot_id"], hostname=facts["hostname"])
+            boot["journal_events"].extend(facts["events"])
+            boot["stalls"].extend(
+                dict(s, machine_id=facts["machine_id"], boot_id=facts["boot_id"]) for s in facts["stalls"]
+            )
+            boot["sources"].extend(path for path in facts["files"] if path not in boot["sources"])
+            boot.setdefault("rejected", []).extend(facts["rejected"])
+    sources["kernel"] = {"crng_init_done": None, "source": "each boot's own journal", "simulated": False}
+    stalls = [stall for boot in boots.values() for stall in boot["stalls"]]
+    report = _report(sources, boots, None, stalls, None)
+    report["fleet_mode"] = True
+    rejected = [line for boot in boots.values() for line in boot.get("rejected", ())]
+    report["rejected"] = {"count": len(rejected), "lines": rejected[:MAX_REJECTED_SHOWN]}
+    return report
+
+
+def _report(
+    sources: dict[str, Any],
+    boots: dict[Any, dict[str, Any]],
+    crng: float | None,
+    stalls: list[dict[str, Any]],
+    since: float | None,
+) -> dict[str, Any]:
+    assembled = _fleet.assemble(boots)
+    programs = assembled["programs"]
     if since is not None:
         for program in programs:
             program["first_call"] = _since(program["first_call"], since)
             for call in program["calls"]:
                 call["first"] = _since(call["first"], since)
+    read = any(source.get("read") for source in _each_source(sources))
     return {
         "v": VERSION,
         "since": since,
+        "read": read,
+        "fleet_mode": len(boots) > 1,
         "sources": sources,
         "crng_init_done": crng,
+        "machines": assembled["machines"],
+        "boots": assembled["boots"],
+        "fleet": assembled["fleet"],
         "programs": programs,
         "stalls": stalls,
-        "verdict": verdict(programs),
+        "verdict": verdict(programs, fleet=len(boots) > 1),
     }
+
+
+def _each_source(sources: dict[str, Any]) -> list[dict[str, Any]]:
+    found = []
+    for name, source in sources.items():
+        if name == "kernel":
+            continue
+        found.extend(source if isinstance(source, list) else [source])
+    return found
+
+
+def _events_source(path: str, found: dict[str, Any]) -> dict[str, Any]:
+    skipped = sum(found["skipped"].values())
+    problem = found["problem"]
+    if problem is None and skipped and not found["events"]:  # a file of nothing but garbage was not read
+        why = "; ".join(f"{count} {reason}" for reason, count in sorted(found["skipped"].items()))
+        problem = f"no record in it could be read ({why})"
+    return {
+        "path": path,
+        "records": len(found["events"]),
+        "skipped": skipped,
+        "skipped_why": found["skipped"],
+        "problem": problem,
+        "read": problem is None,
+        "absent": found["absent"],
+    }
+
+
+def _events_summary(paths: list[str], read: list[dict[str, Any]], problems: list[tuple[str, str]]) -> dict[str, Any]:
+    """What ``--events`` read over all its files: a file that could not be read is one of the problems, and the
+    source counts as read when some file was."""
+    unread = [(source["path"], source["problem"]) for source in read if not source["read"]]
+    listed = [{"path": path, "problem": problem} for path, problem in problems + unread]
+    some = any(source["read"] for source in read)
+    problem = None
+    if not some:
+        problem = "no events file in it" if not read else f"none of its {len(read)} files could be read"
+    return {
+        "path": ", ".join(paths),
+        "paths": paths,
+        "files": len(read),
+        "records": sum(source["records"] for source in read),
+        "skipped": sum(source["skipped"] for source in read),
+        "skipped_why": _summed(source["skipped_why"] for source in read),
+        "problems": listed,
+        "problem": problem,
+        "read": some,
+        "absent": not some and all(source["absent"] for source in read) and not problems,
+    }
+
+
+def _summed(dicts: Any) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for found in dicts:
+        for reason, count in found.items():
+            total[reason] = total.get(reason, 0) + count
+    return total
+
+
+def _journal_boot(entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:
+    """The (machine id, boot id) the journal's entries are of: the last boot's (``read_journal`` keeps one)."""
+    for entry in reversed(entries):
+        machine, boot = _journal.field(entry, "_MACHINE_ID"), _journal.field(entry, "_BOOT_ID")
+        if machine or boot:
+            return machine, boot
+    return None, None
+
+
+def _this_boot() -> tuple[str | None, str | None]:
+    """This machine's id and boot id, as journald writes them, or None for each that can't be read."""
+    found = []
+    for path in ("/etc/machine-id", _kernel_log.BOOT_ID):
+        try:
+            text = _journal.read_regular(path, 4096).decode("ascii", "replace").strip().replace("-", "")
+        except OSError:
+            text = ""
+        found.append(text if len(text) == 32 and all(c in "0123456789abcdef" for c in text) else None)
+    return found[0], found[1]
+
+
+def _journal_facts(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a boot's journal says of it: the kernel's release, whether systemd detected a first boot, when its
+    first entry was written."""
+    import re
+
+    facts: dict[str, Any] = {"first_boot": False}
+    for entry in entries:
+        text = _journal.message(entry)
+        if facts.get("kernel") is None and text.startswith("Linux version "):
+            match = re.match(r"Linux version (\S+)", text)
+            facts["kernel"] = match[1] if match else None
+        elif text == FIRST_BOOT:
+            facts["first_boot"] = True
+    stamps = [_journal.field(entry, "__REALTIME_TIMESTAMP") for entry in entries[:1]]
+    if stamps and stamps[0] and stamps[0].isdigit() and len(stamps[0]) < 20:
+        facts["first_seen"] = int(stamps[0])
+    return facts
+
+
+#: What systemd logs on a machine's first boot (no machine id yet): the boot ``ConditionFirstBoot=`` is true in.
+FIRST_BOOT = "Detected first boot."
 
 
 def _since(when: float | None, start: float) -> float | None:
@@ -297,7 +485,7 @@ SIMULATED_KERNEL = (
 )
 
 
-def _unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The journal's events that the events file does not already hold (the same event reaches both sinks). Only an
     event the file holds under the same program, process and call site is the same: dropping the journal's copy then
     changes no verdict, whatever else a record in the file says."""
@@ -306,11 +494,16 @@ def _unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> 
 
 
 def _identity(event: dict[str, Any]) -> tuple[object, ...]:
+    kind = event.get("event", "call")
+    # A call is the same only if the record says the same was done there: a record that claims another policy or
+    # action is a row of its own, so no record can drop the journal's line of a call (and with it its verdict).
+    said = tuple(event.get(name) for name in SAID) if kind == "call" else ()
     return (
         program_name(event),
         event.get("pid"),
-        event.get("event", "call"),
+        kind,
         event.get("call"),
         event.get("caller"),
         call_site(event),
+        *said,
     )

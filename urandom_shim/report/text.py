@@ -30,7 +30,11 @@ UNDER = {FINE: "nothing to see", WAIT: "waits", WEAK: "weak bytes", RAISE: "rais
 def lines(report: dict[str, Any]) -> list[str]:
     """The report as text. Every string that came from a record or the journal is shown escaped (:func:`shown`)."""
 
+    if report.get("fleet_mode"):
+        return fleet_lines(report)
     out = ["urandom-shim report: randomness asked for before the kernel CRNG was ready"]
+    if not report.get("read", True):
+        out.append(f"  {NOTHING_READ}")
     crng = report["crng_init_done"]
     kernel = report["sources"]["kernel"]
     if crng is not None:
@@ -64,7 +68,8 @@ def lines(report: dict[str, Any]) -> list[str]:
     if not programs and not read:
         out.append(
             "Nothing was read: no events file and no journal, so this report can't say what happened in the window. "
-            "Name the events file with --events PATH, or a saved journal with --journal-file PATH."
+            "Name the events file with --events PATH, or a saved journal with --journal-file PATH; for many "
+            "machines, --journal-dir DIR or --events DIR."
         )
     elif not programs:
         out.append("No program asked for randomness before the kernel CRNG was ready (or none was recorded).")
@@ -95,9 +100,12 @@ def lines(report: dict[str, Any]) -> list[str]:
                 done += f" ({call['waited']:.2f} s)"
             mode = "report-only, " if call["mode"] == "report" else ""
             table.append((shown(call["call"]), shown(call["caller"]), count, shown(f"{done} [{mode}{call['policy']}]")))
-        out.extend(rows(table, indent="  "))
+        for line, call in zip(rows(table, indent="  "), program["calls"]):
+            out.append(line)
+            out.append(f"    would: {would(call)}")
         under = ", ".join(f"{policy}: {UNDER[found]}" for policy, found in program["under"].items())
         out.append(f"  under      {under}")
+        out.extend(fixes(program))
         out.append("")
     journal = report["sources"].get("journal") or {}
     if journal.get("rejected"):
@@ -131,8 +139,188 @@ def lines(report: dict[str, Any]) -> list[str]:
         out.extend(f"  - {shown(remedy)}" for remedy in stall["avoid"])
         out.append("")
     out.append("Verdict:")
+    if not report.get("read", True):
+        out.append(f"  none: {NOTHING_READ}")
+        return out
     out.extend(f"  {shown(found['text'])}." for found in report["verdict"].values())
     return out
+
+
+#: The report's first line when no source could be read: no verdict is clean then.
+NOTHING_READ = "nothing read: no source named or configured could be read, so there is no verdict."
+#: What a call comes to under each policy, in the rows' words.
+WOULD = {FINE: "nothing to see", WAIT: "waits", WEAK: "weak bytes", RAISE: "raises"}
+
+
+def would(call: dict[str, Any]) -> str:
+    """What ``call`` would do under each policy: "pep522 raises, pep524 waits, ...". A call whose program has a
+    ``[[program]]`` rule keeps that rule's policy under every machine-wide one, and says so."""
+    under = call.get("under") or {}
+    if len(set(under.values())) == 1:
+        words = f"{WOULD[next(iter(under.values()))]} under every policy"
+    else:
+        words = ", ".join(f"{policy} {WOULD[found]}" for policy, found in under.items())
+    if call.get("rule_policy"):
+        words += f" (its [[program]] rule keeps it on {call['rule_policy']} under each)"
+    return words
+
+
+def fixes(program: dict[str, Any]) -> list[str]:
+    """For a program that would raise under some policy: the ways to fix it that fit it, as lines."""
+    if RAISE not in program["under"].values():
+        return []
+    hints = []
+    raising = [call for call in program["calls"] if RAISE in (call.get("under") or {}).values()]
+    callers = [str(call["caller"]) for call in raising if call.get("caller") and ":" in str(call["caller"])]
+    if callers:
+        hints.append(
+            f"call secrets.wait_for_system_rng() once before {shown(callers[0])}: it waits for the CRNG under every "
+            "policy, and returns at once when it is ready"
+        )
+    if program.get("unit"):
+        hints.append(
+            f"order {shown(program['unit'])} after systemd-random-seed.service (After= and Wants= in a drop-in's "
+            "[Unit]), which waits for the CRNG on a first boot"
+        )
+    name = match_name(program)
+    if name is not None:
+        hints.append(f'or exempt it in the machine\'s file: [[program]] match = "{shown(name)}", policy = "pep524"')
+    out = []
+    for number, hint in enumerate(hints):
+        out.append(f"  {'fix' if number == 0 else '':<10} {hint}")
+    return out
+
+
+def match_name(program: dict[str, Any]) -> str | None:
+    """The name a ``[[program]]`` rule matches for this program: the one its events give, else its script's file
+    name from its command line (the word after the interpreter), else None."""
+    import os
+
+    if program.get("program"):
+        return str(program["program"])
+    words = " ".join(str(arg) for arg in (program.get("argv") or ())).split()
+    if len(words) >= 2 and os.path.basename(words[0]).startswith("python") and not words[1].startswith("-"):
+        return os.path.basename(words[1])
+    return None
+
+
+def fleet_lines(report: dict[str, Any]) -> list[str]:
+    """The report over many machines, to fit a screen for a thousand: the fleet's figures, the programs by how many
+    machines they ran on (the first :data:`SHOWN`, then "and N more"), the units that stalled, and a verdict per
+    policy with counts. ``--json`` carries everything."""
+    fleet = report["fleet"]
+    boots = f"{plural(fleet['boots'], 'boot')}, {plural(fleet['first_boots'], 'first boot')}"
+    out = [
+        "urandom-shim report: randomness asked for before the kernel CRNG was ready, on "
+        f"{plural(fleet['machines'], 'machine')} ({boots})"
+    ]
+    if not report.get("read", True):
+        out.append(f"  {NOTHING_READ}")
+    sources = report["sources"]
+    events = sources.get("events")
+    if events is not None:
+        found = f"{plural(events['files'], 'file')}, {plural(events['records'], 'event')}"
+        if events["skipped"]:
+            found += f", {plural(events['skipped'], 'record')} skipped"
+        if events["problems"]:
+            found += f", {plural(len(events['problems']), 'problem')} (below)"
+        out.append(f"  {'events':<15} {shown(events['path'])}: {shown(events['problem'] or found)}")
+    for directory in sources.get("journal_dirs", ()):
+        found = f"{plural(directory['files'], 'journal file')}, {directory['entries']} entries selected"
+        if directory["problems"]:
+            found += f", {plural(len(directory['problems']), 'problem')} (below)"
+        out.append(f"  {'journal dir':<15} {shown(directory['path'])}: {found}")
+    crng = fleet["crng_init_done"]
+    out.append(f"  {'crng init done':<15} {_spread(crng)}")
+    for name, label in (("first_boots", "first boots"), ("later_boots", "later boots")):
+        if crng[name]["boots"]:
+            out.append(f"  {'':<15} {label}: {_spread(crng[name])}")
+    for name, label in (("images", "images"), ("kernels", "kernels")):
+        if fleet[name]:
+            listed = [f"{shown(row['name'])} ({plural(row['machines'], 'machine')})" for row in fleet[name][:4]]
+            more = f" and {len(fleet[name]) - 4} more" if len(fleet[name]) > 4 else ""
+            out.append(f"  {label:<15} {', '.join(listed)}{more}")
+    out.append("")
+    programs = report["programs"]
+    if not programs and report.get("read", True):
+        out.append("No program asked for randomness before the kernel CRNG was ready, on any machine read.")
+        out.append("")
+    for program in programs[:SHOWN]:
+        counted = f"{plural(program['machines'], 'machine')}, {plural(program['boots'], 'boot')}"
+        if program["first_boots"]:
+            counted += f" ({program['first_boots']} first)"
+        ran_on = [shown(name) for name in list(program["images"])[:2] + list(program["kernels"])[:2]]
+        out.append(f"{shown(program['name'])}: {counted}" + (f"; {', '.join(ran_on)}" if ran_on else ""))
+        table = []
+        for call in program["calls"][:5]:
+            done = DONE_SHORT.get(str(call["action"]), str(call["action"]))
+            mode = "report-only, " if call["mode"] == "report" else ""
+            where = plural(call["machines"], "machine")
+            table.append((shown(call["call"]), shown(call["caller"]), where, shown(f"{done} [{mode}{call['policy']}]")))
+        for line, call in zip(rows(table, indent="  "), program["calls"]):
+            out.append(line)
+            out.append(f"    would: {would(call)}")
+        if len(program["calls"]) > 5:
+            out.append(f"  and {len(program['calls']) - 5} more call sites")
+        under = ", ".join(f"{policy}: {UNDER[found]}" for policy, found in program["under"].items())
+        out.append(f"  under      {under}")
+        out.extend(fixes(program))
+        out.append("")
+    if len(programs) > SHOWN:
+        out.append(f"and {len(programs) - SHOWN} more programs (--json lists them all)")
+        out.append("")
+    stalls = fleet["stalls"]
+    if stalls:
+        out.append("Units whose Python interpreter waited for the CRNG in its own start, before the shim could run:")
+        stalled = [
+            (
+                shown(stall["unit"]),
+                f"{plural(stall['machines'], 'machine')}, {plural(stall['boots'], 'boot')}",
+                f"lost up to {stall['lost_max']:.2f} s (median {stall['lost_median']:.2f} s)",
+            )
+            for stall in stalls[:SHOWN]
+        ]
+        out.extend(rows(stalled, indent="  "))
+        if len(stalls) > SHOWN:
+            out.append(f"  and {len(stalls) - SHOWN} more units")
+        out.append("  How to avoid it: `urandom-shim report --help`, or the report of one of these machines.")
+        out.append("")
+    problems = [(d["path"], problem) for d in sources.get("journal_dirs", ()) for problem in d["problems"]]
+    problems += [(p["path"], p["problem"]) for p in (events or {}).get("problems", ())]
+    if problems:
+        out.append(f"Not read ({plural(len(problems), 'problem')}; every other file was):")
+        for _path, problem in problems[:SHOWN]:
+            out.append(f"  {shown(problem)}")
+        if len(problems) > SHOWN:
+            out.append(f"  and {len(problems) - SHOWN} more")
+        out.append("")
+    rejected = report.get("rejected") or {}
+    if rejected.get("count"):
+        out.append(
+            f"Rejected: {plural(rejected['count'], 'line')} of the journals read as the shim's events, but "
+            "journald's own fields show another writer, so no verdict counts them (--json lists them)."
+        )
+        out.append("")
+    out.append(f"Verdict over {plural(fleet['machines'], 'machine')}:")
+    if not report.get("read", True):
+        out.append(f"  none: {NOTHING_READ}")
+        return out
+    out.extend(f"  {shown(found['text'])}." for found in report["verdict"].values())
+    return out
+
+
+#: The rows of each list the fleet's text shows before "and N more".
+SHOWN = 10
+
+
+def _spread(found: dict[str, Any]) -> str:
+    if not found["boots"]:
+        return "unknown: no boot's journal holds it"
+    without = f" ({found['without']} without it)" if found.get("without") else ""
+    return (
+        f"median {found['median']:.2f} s, 95th percentile {found['p95']:.2f} s, max {found['max']:.2f} s after boot, "
+        f"over {plural(found['boots'], 'boot')}{without}"
+    )
 
 
 def shown(text: object) -> str:

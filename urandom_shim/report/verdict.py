@@ -44,6 +44,20 @@ def outcome(policy: _policies.Policy, site: str) -> str:
     return WAIT  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
 
 
+#: How a record's policy_source names a ``[[program]]`` rule (``_config``: "LABEL [[program]] match = 'NAME'").
+RULE_SOURCE = " [[program]] match = "
+
+
+def rule_policy(call: dict[str, Any]) -> _policies.Policy | None:
+    """The policy a ``[[program]]`` rule gave the program that made ``call``, or None. Such a program keeps it
+    whatever policy the machine has: the exemption a fleet configures. A record can only add a call, never change
+    another's, so a record that claims an exemption exempts no call but its own."""
+    source = call.get("policy_source")
+    if not isinstance(source, str) or RULE_SOURCE not in source:
+        return None
+    return _policies.BY_NAME.get(str(call.get("policy")))
+
+
 def call_site(event: dict[str, Any]) -> str:
     site = event.get("site")
     return site if site in KNOWN_SITES else _events.site_of(str(event.get("call")))
@@ -143,8 +157,12 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         if entry["first_call"] is not None and crng is not None and not entry["simulated"]:
             # A simulated window has nothing to do with when the real kernel's CRNG was ready.
             entry["first_call_after_crng"] = round(entry["first_call"] - crng, 3)
+        for c in calls:
+            rule = rule_policy(c)
+            c["rule_policy"] = None if rule is None else rule.name
+            c["under"] = {policy.name: outcome(rule or policy, c["site"]) for policy in _policies.POLICIES}
         entry["under"] = {
-            policy.name: max((outcome(policy, c["site"]) for c in calls), key=RANK.__getitem__, default=FINE)
+            policy.name: max((c["under"][policy.name] for c in calls), key=RANK.__getitem__, default=FINE)
             for policy in _policies.POLICIES
         }
         entry["longest_wait"] = max((c["waited"] for c in calls), default=0.0)
@@ -153,41 +171,45 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
     return result
 
 
-def verdict(programs: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per policy: which programs would raise, which would use weak bytes, which would wait; and one sentence."""
+def verdict(programs: list[dict[str, Any]], *, fleet: bool = False) -> dict[str, Any]:
+    """Per policy: which programs would raise, which would use weak bytes, which would wait, each with on how many
+    machines and boots (first boots apart from later ones); and one sentence (with the counts when ``fleet``)."""
     result: dict[str, Any] = {}
     for policy in _policies.POLICIES:
-        by_outcome: dict[str, list[str]] = {RAISE: [], WEAK: [], WAIT: []}
+        by_outcome: dict[str, list[dict[str, Any]]] = {RAISE: [], WEAK: [], WAIT: []}
         for program in programs:
             found = program["under"][policy.name]
             if found in by_outcome:
-                by_outcome[found].append(program["name"])
-        longest = max((p["longest_wait"] for p in programs if p["name"] in by_outcome[WAIT]), default=0.0)
+                by_outcome[found].append(
+                    {name: program.get(name, 1) for name in ("name", "machines", "boots", "first_boots", "later_boots")}
+                )
+        waiting = {entry["name"] for entry in by_outcome[WAIT]}
+        longest = max((p["longest_wait"] for p in programs if p["name"] in waiting), default=0.0)
         result[policy.name] = {
             "raise": by_outcome[RAISE],
             "weak": by_outcome[WEAK],
             "wait": by_outcome[WAIT],
             "longest_measured_wait": longest,
-            "text": sentence(policy.name, by_outcome, longest),
+            "text": sentence(policy.name, by_outcome, longest, fleet=fleet),
         }
     return result
 
 
-def sentence(policy: str, by_outcome: dict[str, list[str]], longest: float) -> str:
+def sentence(policy: str, by_outcome: dict[str, list[dict[str, Any]]], longest: float, *, fleet: bool = False) -> str:
     parts = []
     if by_outcome[RAISE]:
-        parts.append(f"{_count(by_outcome[RAISE])} would raise BlockingIOError: {_names(by_outcome[RAISE])}")
+        parts.append(f"{_count(by_outcome[RAISE])} would raise BlockingIOError: {_names(by_outcome[RAISE], fleet)}")
     if by_outcome[WEAK]:
-        parts.append(f"{_count(by_outcome[WEAK])} would have used weak bytes: {_names(by_outcome[WEAK])}")
+        parts.append(f"{_count(by_outcome[WEAK])} would have used weak bytes: {_names(by_outcome[WEAK], fleet)}")
     if by_outcome[WAIT]:
         measured = f" (longest measured {longest:.2f} s)" if longest > 0 else ""
-        parts.append(f"{_count(by_outcome[WAIT])} would wait for the CRNG{measured}: {_names(by_outcome[WAIT])}")
+        parts.append(f"{_count(by_outcome[WAIT])} would wait for the CRNG{measured}: {_names(by_outcome[WAIT], fleet)}")
     if not parts:
         return f"under {policy}, no program would raise, wait or use weak bytes"
     return f"under {policy}, " + "; ".join(parts)
 
 
-def _count(names: list[str]) -> str:
+def _count(names: list[dict[str, Any]]) -> str:
     return plural(len(names), "program")
 
 
@@ -195,26 +217,34 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _names(names: list[str], shown: int = 5) -> str:
-    more = f" and {len(names) - shown} more" if len(names) > shown else ""
-    return ", ".join(names[:shown]) + more
+def _names(entries: list[dict[str, Any]], fleet: bool, shown: int = 5) -> str:
+    more = f" and {len(entries) - shown} more" if len(entries) > shown else ""
+    if not fleet:
+        return ", ".join(str(entry["name"]) for entry in entries[:shown]) + more
+    named = [f"{entry['name']} ({plural(entry['machines'], 'machine')})" for entry in entries[:shown]]
+    return ", ".join(named) + more
 
 
 def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | None, str | None, bool] | None:
     """Why ``--fail-for`` can't pass on this report although no program fails: (the source in words, or None when
     nothing at all was read; its problem; whether there simply was nothing there, which ``--allow-empty`` accepts).
     None when it can pass. A source asked for and not read fails it: an events file named or configured that does
-    not exist, can't be read or is refused, and a journal that can't be read. So does reading nothing at all."""
+    not exist, can't be read or is refused, a journal that can't be read, a journal directory with no journal file
+    that could be read. So does reading nothing at all. (A fleet's files that can't be read are reported and
+    skipped: the machines that were read still decide.)"""
     sources = report["sources"]
-    events, journal = sources["events"], sources.get("journal")
+    events, journal = sources.get("events"), sources.get("journal")
     asked = []
-    if events["path"] is not None:
-        asked.append((f"the events file {escaped(events['path'])}", events))
+    if events is not None and events["path"] is not None:
+        asked.append((f"the events {'files' if 'paths' in events else 'file'} {escaped(events['path'])}", events))
     if journal is not None:
         asked.append((f"the journal ({escaped(journal['path'])})", journal))
+    for directory in sources.get("journal_dirs", ()):
+        asked.append((f"the journal directory {escaped(directory['path'])}", directory))
     for name, source in asked:
         if not source["read"] and not (allow_empty and source["absent"]):
-            return name, escaped(source["problem"]).rstrip("."), bool(source["absent"])
+            problem = source.get("problem") or "; ".join(source.get("problems") or ()) or "nothing in it could be read"
+            return name, escaped(problem).rstrip("."), bool(source["absent"])
     if not any(source["read"] for _name, source in asked) and not allow_empty:
         return None, None, True
     return None

@@ -1,0 +1,340 @@
+"""The report over machines and boots: every event attributed to the machine and boot it came from, the programs of
+each boot grouped as one machine's report groups them, then merged into one entry per program with how many machines
+and boots it ran on, and the fleet's figures (``crng init done`` across boots, images, kernels, the units that
+stalled).
+
+A machine speaks only for itself, and only ever adds: each boot is grouped on its own, a record or a journal line
+never replaces another, and a program's verdict is the worst of its calls. A machine that forges another's ids can
+add findings under them; it cannot make a finding go away, on its own machine or on any other.
+"""
+
+from __future__ import annotations
+
+import os
+
+from .verdict import RANK, group
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Callable, Iterable
+
+
+#: The most files ``--events DIR`` reads, and how deep it goes.
+MAX_EVENTS_FILES = 100_000
+MAX_DEPTH = 8
+#: The rows the text shows of each list before "and N more".
+SHOWN = 10
+
+
+def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = None) -> dict[str, Any]:
+    """An empty boot: what its sources say of it is added with :func:`note`. ``machine`` tells machines apart in the
+    counts: the machine id, else what the boot was read from (an events file whose records name no machine is one
+    machine)."""
+    return {
+        "machine": machine or machine_id,
+        "machine_id": machine_id,
+        "boot_id": boot_id,
+        "hostname": None,
+        "image": None,
+        "kernel": None,
+        "first_boot": None,
+        "first_seen": None,
+        "crng_init_done": None,
+        "file_events": [],
+        "journal_events": [],
+        "stalls": [],
+        "sources": [],
+    }
+
+
+def note(boot: dict[str, Any], **said: Any) -> None:
+    """Add what a source says of a boot. A text already known is kept (the first source to say it), a first boot
+    is one if any source says so, and of two ``crng init done`` times the earlier counts, as within one journal."""
+    for name in ("hostname", "image", "kernel"):
+        if boot[name] is None and isinstance(said.get(name), str) and said[name]:
+            boot[name] = said[name]
+    if said.get("first_boot") is True:
+        boot["first_boot"] = True
+    elif said.get("first_boot") is False and boot["first_boot"] is None:
+        boot["first_boot"] = False
+    for name, pick in (("crng_init_done", min), ("first_seen", min)):
+        value = said.get(name)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+            boot[name] = value if boot[name] is None else pick(boot[name], value)
+
+
+def events_files(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The events files that ``--events`` names: a file as given, and a directory's regular files below it (not
+    hidden ones, symlinks not followed, at most :data:`MAX_DEPTH` levels and :data:`MAX_EVENTS_FILES` files), in
+    name order. Returns (files, problems): a problem is (path, why) for a directory that can't be listed."""
+    import stat
+
+    files: list[str] = []
+    problems: list[tuple[str, str]] = []
+    for path in paths:
+        try:
+            found = os.stat(path)
+        except OSError:
+            files.append(path)  # reading it says what is wrong with it
+            continue
+        if not stat.S_ISDIR(found.st_mode):
+            files.append(path)
+            continue
+        _walk(path, 0, files, problems)
+    return files, problems
+
+
+def _walk(directory: str, depth: int, files: list[str], problems: list[tuple[str, str]]) -> None:
+    import stat
+
+    try:
+        names = sorted(os.listdir(directory))
+    except OSError as exc:
+        problems.append((directory, f"can't be listed ({exc.strerror or type(exc).__name__})"))
+        return
+    for name in names:
+        if name.startswith(".") or len(files) >= MAX_EVENTS_FILES:
+            continue
+        path = os.path.join(directory, name)
+        try:
+            found = os.lstat(path)
+        except OSError:
+            continue
+        if stat.S_ISREG(found.st_mode):
+            files.append(path)
+        elif stat.S_ISDIR(found.st_mode) and depth < MAX_DEPTH:
+            _walk(path, depth + 1, files, problems)
+
+
+def boot_of(
+    boots: dict[Any, dict[str, Any]], machine_id: str | None, boot_id: str | None, machine: str | None = None
+) -> dict[str, Any]:
+    """The boot of these ids, made if new."""
+    key = (machine or machine_id, boot_id)
+    boot = boots.get(key)
+    if boot is None:
+        boot = boots[key] = new_boot(machine_id, boot_id, machine)
+    return boot
+
+
+def text_field(record: dict[str, Any], name: str) -> str | None:
+    value = record.get(name)
+    return value if isinstance(value, str) and value else None
+
+
+# -- per boot, then per program ------------------------------------------------------------------------------------
+
+
+def programs_of(boot: dict[str, Any]) -> list[dict[str, Any]]:
+    """One boot's programs, as one machine's report groups them: the records of its events files, and the journal's
+    lines that no record of the same boot already holds as the same call (same program, process, call site and what
+    was done there; dropping the journal's copy of it then changes no verdict and no count)."""
+    from .gather import unseen
+
+    events = boot["file_events"] + unseen(boot["journal_events"], boot["file_events"])
+    crng = boot["crng_init_done"]
+    return group(events, crng if isinstance(crng, (int, float)) else None)
+
+
+#: What makes two calls of two boots the same row of a merged program.
+CALL_KEY = ("call", "caller", "site", "policy", "policy_source", "mode", "action", "would")
+
+
+def merge(per_boot: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+    """The programs of every boot, one entry per program name: its calls merged by call site and what was done
+    there, each with how many machines and boots made it; ``under`` the worst of every boot's, so no boot's finding
+    is lost; ``machines``, ``boots``, ``first_boots`` and ``later_boots`` counted, and the images and kernels it ran
+    on (machines per name). One boot's programs come out as that boot's report has them, with the counts added."""
+    merged: dict[str, dict[str, Any]] = {}
+    seen: dict[str, dict[str, set[Any]]] = {}
+    for boot, programs in per_boot:
+        machine = boot["machine"]
+        key = (machine, boot["boot_id"])
+        for program in programs:
+            name = program["name"]
+            into = merged.get(name)
+            sets = seen.setdefault(name, {"machines": set(), "boots": set(), "first": set(), "later": set()})
+            if into is None:
+                into = merged[name] = dict(program, calls=[], images={}, kernels={})
+                into["under"] = dict(program["under"])
+            else:
+                _merge_program(into, program)
+            if machine not in sets["machines"]:
+                for what, value in (("images", boot.get("image")), ("kernels", boot.get("kernel"))):
+                    if value:
+                        into[what][value] = into[what].get(value, 0) + 1
+            sets["machines"].add(machine)
+            sets["boots"].add(key)
+            if boot.get("first_boot") is True:
+                sets["first"].add(key)
+            elif boot.get("first_boot") is False:
+                sets["later"].add(key)
+            calls = {tuple(call.get(name) for name in CALL_KEY): call for call in into["calls"]}
+            for call in program["calls"]:
+                ident = tuple(call.get(name) for name in CALL_KEY)
+                known = calls.get(ident)
+                if known is None:
+                    known = calls[ident] = dict(call, machines=set(), boots=set())
+                    into["calls"].append(known)
+                else:
+                    known["count"] += call["count"]
+                    known["waited"] = max(known["waited"], call["waited"])
+                    if call["first"] is not None and (known["first"] is None or call["first"] < known["first"]):
+                        known["first"] = call["first"]
+                known["machines"].add(machine)
+                known["boots"].add(key)
+    result = []
+    for name, program in merged.items():
+        sets = seen[name]
+        program["machines"] = len(sets["machines"])
+        program["boots"] = len(sets["boots"])
+        program["first_boots"] = len(sets["first"])
+        program["later_boots"] = len(sets["later"])
+        for call in program["calls"]:
+            call["machines"] = len(call["machines"])
+            call["boots"] = len(call["boots"])
+        program["calls"].sort(key=lambda c: (c["first"] is None, c["first"] or 0.0))
+        result.append(program)
+    result.sort(key=lambda p: (-p["machines"], p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
+    return result
+
+
+def _merge_program(into: dict[str, Any], program: dict[str, Any]) -> None:
+    for policy, found in program["under"].items():
+        if RANK[found] > RANK[into["under"][policy]]:
+            into["under"][policy] = found
+    for name in ("first_call", "first_call_after_crng"):
+        if program[name] is not None and (into[name] is None or program[name] < into[name]):
+            into[name] = program[name]
+    into["longest_wait"] = max(into["longest_wait"], program["longest_wait"])
+    into["simulated"] = into["simulated"] and program["simulated"]
+    for name in ("pids", "uids"):
+        for value in program[name]:
+            if value not in into[name] and len(into[name]) < 64:
+                into[name].append(value)
+    for name in ("unit", "program", "argv"):
+        if into[name] is None:
+            into[name] = program[name]
+
+
+# -- machines and the fleet's figures --------------------------------------------------------------------------------
+
+
+def machines(boots: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One entry per machine id (None: the boots whose sources named no machine): its hostname, how many boots,
+    whether a first boot was among them, its image and kernels."""
+    found: dict[str | None, dict[str, Any]] = {}
+    for boot in boots:
+        entry = found.setdefault(
+            boot["machine"],
+            {"machine_id": boot["machine_id"], "hostname": None, "boots": 0, "first_boot": False, "image": None,
+             "kernels": []},
+        )  # fmt: skip
+        entry["boots"] += 1
+        entry["first_boot"] = entry["first_boot"] or boot["first_boot"] is True
+        for name in ("hostname", "image"):
+            if entry[name] is None:
+                entry[name] = boot[name]
+        if boot["kernel"] and boot["kernel"] not in entry["kernels"]:
+            entry["kernels"].append(boot["kernel"])
+    return sorted(found.values(), key=lambda m: (m["hostname"] is None, m["hostname"] or "", m["machine_id"] or ""))
+
+
+def spread(values: list[float]) -> dict[str, Any]:
+    """How many, median, 95th percentile (nearest rank) and max of ``values``; None for each when there are none."""
+    ordered = sorted(values)
+    if not ordered:
+        return {"boots": 0, "median": None, "p95": None, "max": None}
+    middle = len(ordered) // 2
+    median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    rank = max(1, -(-95 * len(ordered) // 100))  # ceil(0.95 n)
+    return {"boots": len(ordered), "median": round(median, 3), "p95": ordered[rank - 1], "max": ordered[-1]}
+
+
+def figures(boots: list[dict[str, Any]]) -> dict[str, Any]:
+    """The fleet's figures: machines, boots and first boots; ``crng init done`` across boots (every boot, first
+    boots, later boots; and how many boots did not say); machines per image and kernel; the units that stalled."""
+    crng_all = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None]
+    first = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None and b["first_boot"] is True]
+    later = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None and b["first_boot"] is False]
+    images: dict[str, set[Any]] = {}
+    kernels: dict[str, set[Any]] = {}
+    stalled: dict[str, dict[str, Any]] = {}
+    for boot in boots:
+        key = (boot["machine"], boot["boot_id"])
+        for name, into in (("image", images), ("kernel", kernels)):
+            if boot[name]:
+                into.setdefault(boot[name], set()).add(boot["machine"])
+        for stall in boot["stalls"]:
+            entry = stalled.setdefault(
+                stall["unit"], {"unit": stall["unit"], "machines": set(), "boots": set(), "lost": [], "avoid": []}
+            )
+            entry["machines"].add(boot["machine"])
+            entry["boots"].add(key)
+            entry["lost"].append(stall["lost"])
+            entry["avoid"] = entry["avoid"] or stall.get("avoid") or []
+    stalls = []
+    for entry in stalled.values():
+        lost = spread(entry.pop("lost"))
+        entry.update(machines=len(entry["machines"]), boots=len(entry["boots"]), lost_median=lost["median"])
+        entry["lost_max"] = lost["max"]
+        stalls.append(entry)
+    stalls.sort(key=lambda s: (-s["machines"], -s["boots"], s["unit"]))
+    return {
+        "machines": len({b["machine"] for b in boots}),
+        "boots": len(boots),
+        "first_boots": sum(1 for b in boots if b["first_boot"] is True),
+        "crng_init_done": {
+            **spread(crng_all),
+            "without": len(boots) - len(crng_all),
+            "first_boots": spread(first),
+            "later_boots": spread(later),
+        },
+        "images": _counted(images),
+        "kernels": _counted(kernels),
+        "stalls": stalls,
+    }
+
+
+def _counted(found: dict[str, set[Any]]) -> list[dict[str, Any]]:
+    rows = [{"name": name, "machines": len(ids)} for name, ids in found.items()]
+    return sorted(rows, key=lambda row: (-row["machines"], row["name"]))
+
+
+def boots_json(boots: list[dict[str, Any]], programs: dict[Any, list[str]]) -> list[dict[str, Any]]:
+    """Each boot as ``--json`` lists it: its ids, hostname, image, kernel, first boot, crng init done, where it was
+    read, and the programs that called in its window."""
+    return [
+        {
+            "machine_id": b["machine_id"],
+            "boot_id": b["boot_id"],
+            "hostname": b["hostname"],
+            "image": b["image"],
+            "kernel": b["kernel"],
+            "first_boot": b["first_boot"],
+            "crng_init_done": b["crng_init_done"],
+            "sources": b["sources"],
+            "programs": programs.get((b["machine"], b["boot_id"]), []),
+        }
+        for b in boots
+    ]
+
+
+def assemble(boots: dict[Any, dict[str, Any]], progress: Callable[[], None] | None = None) -> dict[str, Any]:
+    """Programs, machines, boots and the fleet's figures of ``boots`` (key -> boot, as :func:`new_boot` makes)."""
+    ordered = sorted(
+        boots.values(),
+        key=lambda b: (b["machine"] is None, b["machine"] or "", b["first_seen"] is None, b["first_seen"] or 0),
+    )
+    per_boot = []
+    names: dict[Any, list[str]] = {}
+    for boot in ordered:
+        programs = programs_of(boot)
+        names[(boot["machine"], boot["boot_id"])] = [program["name"] for program in programs]
+        per_boot.append((boot, programs))
+    return {
+        "programs": merge(per_boot),
+        "machines": machines(ordered),
+        "boots": boots_json(ordered, names),
+        "fleet": figures(ordered),
+    }
