@@ -17,7 +17,7 @@ from .exits import EXIT_CANNOT_WRITE, EXIT_NOTHING_READ, EXIT_PROBLEMS, UsageErr
 
 def cmd_report(args: argparse.Namespace) -> int:
     # Here, not at the top: the other commands (`run` at early boot among them) start without the report package.
-    from ..report import gather, verdict
+    from ..report import fleet_gather, gather, verdict
     from ..report import text as report_text
 
     events = args.events or []
@@ -32,7 +32,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(_messages.REPORT_FLEET_AND_FILE)
     if journal_dirs or len(events) > 1 or any(os.path.isdir(path) for path in events):
         with Progress() as progress:
-            report = gather.gather_fleet(events, journal_dirs, progress=progress.show)
+            report = fleet_gather.gather_fleet(events, journal_dirs, progress=progress.show)
     else:
         path = events[0] if events else gather.default_events_path()
         report = gather.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
@@ -90,7 +90,7 @@ class Progress:
         if not self.on or (now - self.last < 0.25 and done < total):
             return
         self.last = now
-        line = f"urandom-shim report: {done}/{total} files read, {boots} boots, {now - self.began:.0f} s"
+        line = _messages.REPORT_PROGRESS.format(done=done, total=total, boots=boots, seconds=now - self.began)
         try:
             sys.stderr.write(f"\r{line}\x1b[K")
             sys.stderr.flush()

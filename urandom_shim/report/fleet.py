@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .verdict import RANK, group
+from .verdict import RANK, SAID, call_site, group, program_name
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -129,8 +129,6 @@ def programs_of(boot: dict[str, Any]) -> list[dict[str, Any]]:
     """One boot's programs, as one machine's report groups them: the records of its events files, and the journal's
     lines that no record of the same boot already holds as the same call (same program, process, call site and what
     was done there; dropping the journal's copy of it then changes no verdict and no count)."""
-    from .gather import unseen
-
     events = boot["file_events"] + unseen(boot["journal_events"], boot["file_events"])
     crng = boot["crng_init_done"]
     return group(events, crng if isinstance(crng, (int, float)) else None)
@@ -338,3 +336,30 @@ def assemble(boots: dict[Any, dict[str, Any]], progress: Callable[[], None] | No
         "boots": boots_json(ordered, names),
         "fleet": figures(ordered),
     }
+
+
+# -- the same event from two sources ---------------------------------------------------------------------------------
+
+
+def unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The journal's events that the events file does not already hold (the same event reaches both sinks). Only an
+    event the file holds under the same program, process and call site is the same: dropping the journal's copy then
+    changes no verdict, whatever else a record in the file says."""
+    seen = {_identity(event) for event in known}
+    return [event for event in from_journal if _identity(event) not in seen]
+
+
+def _identity(event: dict[str, Any]) -> tuple[object, ...]:
+    kind = event.get("event", "call")
+    # A call is the same only if the record says the same was done there: a record that claims another policy or
+    # action is a row of its own, so no record can drop the journal's line of a call (and with it its verdict).
+    said = tuple(event.get(name) for name in SAID) if kind == "call" else ()
+    return (
+        program_name(event),
+        event.get("pid"),
+        kind,
+        event.get("call"),
+        event.get("caller"),
+        call_site(event),
+        *said,
+    )

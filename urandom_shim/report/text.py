@@ -171,7 +171,10 @@ def fixes(program: dict[str, Any]) -> list[str]:
         return []
     hints = []
     raising = [call for call in program["calls"] if RAISE in (call.get("under") or {}).values()]
-    callers = [str(call["caller"]) for call in raising if call.get("caller") and ":" in str(call["caller"])]
+    # A line of a file: a wait can go before it (not `<string>`, `<stdin>`: no file to edit).
+    callers = [
+        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
+    ]
     if callers:
         hints.append(
             f"call secrets.wait_for_system_rng() once before {shown(callers[0])}: it waits for the CRNG under every "
