@@ -713,7 +713,7 @@ def test_the_report_reads_records_with_and_without_the_machine_facts_and_skips_m
         ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n', "debian 12"),
         ("ID=debian\nIMAGE_ID=web\nIMAGE_VERSION=7\nVERSION_ID=13\n", "web 7"),
         ("IMAGE_ID=web\n", "web"),
-        ('ID="a\\"b"\nVERSION_ID=\'1 2\'\n', 'a"b 1 2'),
+        ("ID=\"debian\"\nVERSION_ID='13'\r\nVERSION_ID=14\n", "debian 14"),
         ("NAME=Nothing\n", None),
         ("", None),
         ("ID=" + "x" * 500 + "\n", "x" * 199 + "…"),
