@@ -570,3 +570,166 @@ def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(
     exec(compile("frame = caller_frame()", tempfile.__file__, "exec"), namespace)  # a frame of the stdlib's
     assert namespace["frame"].f_code.co_filename == tempfile.__file__
     assert _events.location(namespace["frame"]) == f"{tempfile.__file__}:1"
+
+
+# -- the machine and boot of a record (issue 38: a fleet's events files read as one report) --------------------------
+
+MACHINE_FIELDS = ["machine_id", "boot_id", "hostname", "image", "kernel", "first_boot"]
+#: Every field of a call record, in the order the shim writes them: ``v`` first, the machine's after the program's.
+RECORD_KEYS = ["v", "event", "boot_time", "pid", "argv", "program", "unit", *MACHINE_FIELDS, "call", "site", "caller",
+               "policy", "policy_source", "mode", "action", "would", "waited", "simulated"]  # fmt: skip
+
+
+def os_release_image(text: str) -> str | None:
+    """What the os-release specification says names this machine's image: IMAGE_ID and IMAGE_VERSION, else ID and
+    VERSION_ID (read here with shlex, as a shell reads the file: not the shim's own reader)."""
+    import shlex
+
+    values = {}
+    for line in text.splitlines():
+        key, equals, value = line.strip().partition("=")
+        if equals and not key.startswith("#"):
+            values[key] = "".join(shlex.split(value)) if value else ""
+    for name, version in (("IMAGE_ID", "IMAGE_VERSION"), ("ID", "VERSION_ID")):
+        if values.get(name):
+            return f"{values[name]} {values[version]}".strip() if values.get(version) else values[name]
+    return None
+
+
+def what_this_machine_says() -> dict[str, Any]:
+    """The six facts, read here from the machine itself."""
+    machine_id = Path("/etc/machine-id").read_text().strip() if Path("/etc/machine-id").is_file() else None
+    os_release = next((Path(p) for p in ("/etc/os-release", "/usr/lib/os-release") if Path(p).is_file()), None)
+    first_boot = (
+        True if Path("/run/systemd/first-boot").exists() else False if Path("/run/systemd/system").is_dir() else None
+    )
+    return {
+        "machine_id": machine_id if machine_id and len(machine_id) == 32 else None,
+        "boot_id": Path("/proc/sys/kernel/random/boot_id").read_text().strip().replace("-", ""),
+        "hostname": os.uname().nodename if os.uname().nodename not in ("", "(none)") else None,
+        "image": os_release_image(os_release.read_text()) if os_release else None,
+        "kernel": os.uname().release,
+        "first_boot": first_boot,
+    }
+
+
+FORKS = """
+import os, sys
+os.urandom(1)
+pid = os.fork()
+if pid == 0:
+    os.urandom(1)
+    os._exit(0)
+os.waitpid(pid, 0)
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="the machine's ids are Linux's (systemd's and the kernel's)")
+def test_a_record_names_the_machine_and_the_boot_it_was_written_on(shim: Venv, tmp_path: Path) -> None:
+    events, script = tmp_path / "events.jsonl", tmp_path / "forks.py"
+    script.write_text(FORKS)
+    env = {**UNREADY, "URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_EVENTS": str(events)}
+    result = shim.run(str(script), env=env)
+    assert result.returncode == 0, result.stderr
+    parent, child = read_events(events)  # a forked child counts afresh, and reads the machine's facts again
+    assert child["pid"] != parent["pid"]
+    machine = what_this_machine_says()
+    for record in (parent, child):
+        assert list(record) == RECORD_KEYS, list(record)
+        assert {name: record[name] for name in MACHINE_FIELDS} == machine
+    assert without_events(result.stderr) == "", result.stderr
+    assert not gather.malformed(parent)
+
+
+def test_the_machine_facts_are_read_at_the_first_event_and_never_at_start(shim: Venv, tmp_path: Path) -> None:
+    env = {**UNREADY, "URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_EVENTS": str(tmp_path)}
+    code = "import sys; print('urandom_shim._events' in sys.modules)"
+    result = shim.run("-X", "importtime", "-c", code, env=env)
+    assert result.stdout == "False\n", result.stderr  # an unready start that makes no call loads no event code
+    assert "_events" not in result.stderr and "platform" not in result.stderr
+
+
+NAMESPACE = """
+set -e
+mount --bind "$OS_RELEASE" /usr/lib/os-release   # a FIFO, or a file of the test's: a FIFO must not hang the program
+[ -L /etc/os-release ] || mount --bind "$OS_RELEASE" /etc/os-release
+mount --bind "$MACHINE_ID" /etc/machine-id
+mount -t tmpfs tmpfs /run
+mkdir -p /run/systemd/system
+touch /run/systemd/first-boot
+exec "$@"
+"""
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="mount namespaces are Linux's")
+@pytest.mark.parametrize(
+    ("machine_id", "os_release", "expected"),
+    [
+        ("uninitialized\n", None, {"machine_id": None, "image": None}),
+        ("", None, {"machine_id": None, "image": None}),
+        ("0123456789ABCDEF0123456789abcdef\n", 'ID=debian\nIMAGE_ID="web-front"\nIMAGE_VERSION=\'2026.12\'\n',
+         {"machine_id": "0123456789abcdef0123456789abcdef", "image": "web-front 2026.12"}),
+        ("0123456789abcdef0123456789abcdef0\n", "NAME='Debian'\nID=debian\n# VERSION_ID=13\n",
+         {"machine_id": None, "image": "debian"}),
+    ],
+)  # fmt: skip
+def test_a_record_keeps_the_machines_other_facts_when_one_is_missing_or_odd(
+    shim: Venv, tmp_path: Path, machine_id: str, os_release: str | None, expected: dict[str, Any]
+) -> None:
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        pytest.skip("needs root and unshare (util-linux) to mount files over the machine's own, privately")
+    release, machine_file, events = tmp_path / "os-release", tmp_path / "machine-id", tmp_path / "events.jsonl"
+    if os_release is None:
+        os.mkfifo(release)
+    else:
+        release.write_text(os_release)
+    machine_file.write_text(machine_id)
+    env = {**UNREADY, "URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_EVENTS": str(events),
+           "OS_RELEASE": str(release), "MACHINE_ID": str(machine_file)}  # fmt: skip
+    command = [unshare, "--mount", "--propagation", "private", "sh", "-c", NAMESPACE, "sh", str(shim.python)]
+    result = subprocess.run(
+        [*command, "-c", "import os; os.urandom(1)"], capture_output=True, text=True, env=clean_env(env), timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    (record,) = read_events(events)
+    machine = what_this_machine_says()
+    assert {name: record[name] for name in MACHINE_FIELDS} == {**machine, **expected, "first_boot": True}
+    assert without_events(result.stderr) == "", result.stderr
+
+
+def test_the_report_reads_records_with_and_without_the_machine_facts_and_skips_mistyped_ones(tmp_path: Path) -> None:
+    old = json.loads(SAMPLE.read_text().splitlines()[1])  # recorded before the facts existed
+    new = {**old, "machine_id": "0" * 32, "boot_id": "1" * 32, "hostname": "web-17", "image": "debian 12",
+           "kernel": "6.1.0-28-cloud-amd64", "first_boot": True}  # fmt: skip
+    unknown = {**new, **dict.fromkeys(MACHINE_FIELDS)}
+    wrong = [{**new, "first_boot": "yes"}, {**new, "machine_id": 42}, {**new, "kernel": ["6.1"]}, {**new, "image": {}}]
+    path = tmp_path / "events.jsonl"
+    path.write_text("".join(f"\n{_events.dumps(record)}\n" for record in [old, new, unknown, *wrong]))
+    records, problem, skipped = gather.read_events(str(path))
+    assert problem is None and (len(records), skipped) == (3, 4)
+    assert [record.get("hostname") for record in records] == [None, "web-17", None]
+    assert gather.malformed(wrong[0]) == "with a first_boot of the wrong type"
+
+
+@pytest.mark.parametrize(
+    ("text", "image"),
+    [
+        ('PRETTY_NAME="Debian GNU/Linux 12 (bookworm)"\nID=debian\nVERSION_ID="12"\n', "debian 12"),
+        ("ID=debian\nIMAGE_ID=web\nIMAGE_VERSION=7\nVERSION_ID=13\n", "web 7"),
+        ("IMAGE_ID=web\n", "web"),
+        ("ID=\"debian\"\nVERSION_ID='13'\r\nVERSION_ID=14\n", "debian 14"),
+        ("NAME=Nothing\n", None),
+        ("", None),
+        ("ID=" + "x" * 500 + "\n", "x" * 199 + "…"),
+    ],
+)
+def test_the_image_is_read_from_os_release_as_the_specification_says(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, image: str | None
+) -> None:
+    first, second = tmp_path / "etc-os-release", tmp_path / "usr-lib-os-release"
+    second.write_text(text)
+    monkeypatch.setattr(_events, "OS_RELEASE_FILES", (str(first), str(second)))  # the first is missing
+    assert _events.image() == image
+    first.write_text("ID=other\n")
+    assert _events.image() == "other"

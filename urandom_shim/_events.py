@@ -3,7 +3,9 @@ configured, appended to a JSON-lines file (docs/reference/events.md).
 
 An event says which program (argv, ``[[program]]`` name, systemd unit, pid) made which call (``os.urandom(16)``) from
 where (the first frame outside the standard library and the shim), when (seconds since boot, ``CLOCK_BOOTTIME``),
-under which policy and mode, what happened, what the policy would have done, and how long it waited.
+under which policy and mode, what happened, what the policy would have done, and how long it waited; and on which
+machine and boot (machine id, boot id, hostname, image, kernel, first boot: :func:`machine`, read at a process's
+first event, never at start), so that a fleet's events files can be read as one report.
 
 Rate limit: the first event of each call site (call and caller, under one policy and mode) in a process is written;
 later ones are counted, and one ``repeat`` event per call site at exit says how many there were. A forked child
@@ -75,7 +77,7 @@ _program: "dict[str, Any] | None" = None
 
 
 def _forked() -> None:
-    """In a forked child: count afresh, and read the program's facts (its pid) again."""
+    """In a forked child: count afresh, and read the program's facts (its pid, and the machine's) again."""
     global _program
     _seen.clear()
     _program = None
@@ -269,7 +271,8 @@ def caller_location() -> str:
 
 
 def program() -> "dict[str, Any]":
-    """The program's facts, read once per process: argv, the name ``[[program]]`` rules match, unit and pid."""
+    """The program's facts, read once per process (and again in a forked child): argv, the name ``[[program]]``
+    rules match, unit and pid, and the machine's facts (:func:`machine`)."""
     global _program
     if _program is None:
         argv = getattr(sys, "orig_argv", None) or [sys.executable, *getattr(sys, "argv", [])]
@@ -279,8 +282,90 @@ def program() -> "dict[str, Any]":
             name = _sources.invocation().program
         except Exception:  # noqa: BLE001 - a strange sys.argv: the argv field still says what ran
             pass
-        _program = {"pid": os.getpid(), "argv": shown, "program": name, "unit": unit()}
+        _program = {"pid": os.getpid(), "argv": shown, "program": name, "unit": unit(), **machine()}
     return _program
+
+
+# -- the machine's facts -----------------------------------------------------------------------------------------------
+
+#: Where the machine's facts are read, at the first event of a process (:func:`machine`). Module constants, so that
+#: a test can point them elsewhere in-process; the venv tests change the files themselves, in a mount namespace.
+MACHINE_ID_FILE = "/etc/machine-id"
+BOOT_ID_FILE = "/proc/sys/kernel/random/boot_id"
+#: The os-release files, in the order the os-release specification reads them: the first that can be read counts.
+OS_RELEASE_FILES = ("/etc/os-release", "/usr/lib/os-release")
+#: Created by systemd for the whole of a machine's first boot (``ConditionFirstBoot=``), in a tmpfs.
+FIRST_BOOT_FILE = "/run/systemd/first-boot"
+#: Present when systemd booted the machine (``sd_booted()``): without it, whether this is a first boot is unknown.
+SYSTEMD_RUN_DIR = "/run/systemd/system"
+#: The most read of an id file (one line of 33 or 37 bytes) and of an os-release file (a few hundred bytes).
+ID_MAX, OS_RELEASE_MAX = 64, 8192
+_HEX = frozenset("0123456789abcdef")
+
+
+def machine() -> "dict[str, Any]":
+    """The machine's facts, as journald names its own (``_MACHINE_ID``, ``_BOOT_ID``, ``_HOSTNAME``) and more: what
+    a fleet's report attributes this process's events to. A fact that can't be read, or reads oddly, is None: an id
+    is 32 lowercase hex digits, as journald writes it (the kernel's boot id loses its dashes), never anything else
+    (``uninitialized``, the machine-id of an image before its first boot commits one)."""
+    facts: dict[str, Any] = {
+        "machine_id": None, "boot_id": None, "hostname": None, "image": None, "kernel": None, "first_boot": None
+    }  # fmt: skip
+    try:
+        for key, path in (("machine_id", MACHINE_ID_FILE), ("boot_id", BOOT_ID_FILE)):
+            data = _read_small(path, ID_MAX)
+            text = "" if data is None else data.decode("ascii", "replace").strip().replace("-", "").lower()
+            if len(text) == 32 and _HEX.issuperset(text):
+                facts[key] = text
+        name = os.uname()
+        if name.nodename and name.nodename != "(none)":  # the kernel's name until something sets one
+            facts["hostname"] = _sources.clip(name.nodename, 200)
+        facts["kernel"] = _sources.clip(name.release, 200) or None
+        facts["image"] = image()
+        if os.path.exists(FIRST_BOOT_FILE):
+            facts["first_boot"] = True
+        elif os.path.isdir(SYSTEMD_RUN_DIR):
+            facts["first_boot"] = False
+    except Exception:  # noqa: BLE001 - a fact that can't be had is null; the event is written all the same
+        pass
+    return facts
+
+
+def _read_small(path: str, limit: int) -> "bytes | None":
+    """Up to ``limit`` bytes of the regular file ``path``, or None: opened without blocking (a FIFO in its place
+    can't hang the program), and read only if it is a regular file."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    except (OSError, ValueError):
+        return None
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:
+            return None
+        return os.read(fd, limit)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def image() -> "str | None":
+    """The image this machine runs, from the first os-release file that can be read: ``IMAGE_ID IMAGE_VERSION``
+    if it names an image, else ``ID VERSION_ID`` ("debian 12"); None if neither names anything. Each value is its
+    last assignment, as a shell reads the file, found without splitting the file into lines."""
+    for path in OS_RELEASE_FILES:
+        data = _read_small(path, OS_RELEASE_MAX)
+        if data is not None:
+            break
+    else:
+        return None
+    text, values = "\n" + data.decode("utf-8", "replace"), []
+    for key in ("IMAGE_ID", "IMAGE_VERSION", "ID", "VERSION_ID"):
+        start = text.rfind(f"\n{key}=")
+        # The four are letters, digits, "._-" (the specification's words): quoted or not, never escaped.
+        values.append("" if start < 0 else text[start + len(key) + 2 :].partition("\n")[0].strip().strip("\"'"))
+    image_id, image_version, os_id, version_id = values
+    shown = f"{image_id} {image_version}" if image_id else f"{os_id} {version_id}" if os_id else ""
+    return _sources.clip(shown.strip(), 200) or None
 
 
 #: The suffixes of the systemd units a process can run in.
@@ -341,6 +426,10 @@ def describe(event: "dict[str, Any]") -> str:
 def dumps(value: "Any") -> str:
     """JSON, as ``json.dumps`` with ``ensure_ascii`` writes it (plain ASCII, no control characters), for the few
     types an event holds. (``json`` imports ``re``: about 1 ms on a path whose whole budget is a few.)"""
+    if isinstance(value, str):  # first: most values are text
+        if value.isascii() and value.isprintable() and '"' not in value and "\\" not in value:
+            return '"' + value + '"'  # nothing to escape: most values, at a fraction of the cost of the loop below
+        return '"' + "".join(_escape(char) for char in value) + '"'
     if value is None:
         return "null"
     if value is True:
@@ -351,8 +440,6 @@ def dumps(value: "Any") -> str:
         return str(int(value))
     if isinstance(value, float):
         return repr(value) if value == value and value not in (float("inf"), float("-inf")) else "null"
-    if isinstance(value, str):
-        return '"' + "".join(_escape(char) for char in value) + '"'
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(dumps(item) for item in value) + "]"
     if isinstance(value, dict):

@@ -139,6 +139,12 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "boot_time": (int, float, type(None)),
     "waited": (int, float, type(None)),
     "count": (int, type(None)),
+    "machine_id": _TEXT,
+    "boot_id": _TEXT,
+    "hostname": _TEXT,
+    "image": _TEXT,
+    "kernel": _TEXT,
+    "first_boot": (bool, type(None)),
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {"boot_time": _journal.MAX_SECONDS, "waited": _journal.MAX_SECONDS, "count": _journal.MAX_COUNT}
