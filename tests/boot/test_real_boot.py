@@ -71,8 +71,10 @@ CLOUD_INIT_MAIN += ("cloud-final.service",)
 #: "Returns at once": legacy's bytes in the window (measured: under 1 ms).
 AT_ONCE = 0.1
 
-#: The report-mode boot in every run: 5.10, where calls meet the window, so the report has programs to list.
-REPORT_IN_EVERY_RUN = {("bullseye", "5.10")}
+#: The report-mode boots in every run: one machine each of Debian 11, 12 and 13, whose journals the fleet test
+#: (test_a_fleet_report_over_journals_systemd_journal_remote_collected) sends to a collector. 5.10 is where calls
+#: meet the window, so its report has programs to list; 6.1 and 6.12 are the kernels whose window closes early.
+REPORT_IN_EVERY_RUN = {("bullseye", "5.10"), ("bookworm", "6.1"), ("trixie", "6.12")}
 #: The programs of the probes, as boot_image installs them: an event's caller is a line of one of these.
 PROBE_FILES = {
     "early-setup": "/usr/local/sbin/early-setup.py",
@@ -201,6 +203,46 @@ class Systems:
 @pytest.fixture(scope="session")
 def systems(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Systems:
     return Systems(wheel, tmp_path_factory)
+
+
+class ReportBoots:
+    """The first boots in report-only mode, one per (suite, series), each booted once in a test run and kept for
+    every test that reads it: the per-suite report test and the fleet test. pytest-xdist gives each worker its own
+    session fixtures, so a boot is kept in the run's own temporary directory, which the workers share, under a
+    lock: the first worker to need a boot runs it, the others read it back."""
+
+    def __init__(self, host: Host, systems: Systems, factory: pytest.TempPathFactory) -> None:
+        self.host = host
+        self.systems = systems
+        base = factory.getbasetemp()  # a worker's is popen-gwN, in the run's directory
+        self.root = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "report-boots"
+        self.root.mkdir(exist_ok=True)
+
+    def boot(self, suite: str, series: str) -> tuple[boot_image.Kernel, boot_image.Boot]:
+        kernel = boot_image.Kernel(self.systems.base(suite), series)
+        where = self.root / f"{suite}-{series}"
+        failed = self.root / f"{suite}-{series}.failed"
+        with Lock(self.root / f".{suite}-{series}.lock"):
+            if (where / "boot.json").exists():
+                return kernel, boot_image.Boot.load(kernel, where)
+            if failed.exists():  # the guest never powered off: once is enough
+                raise AssertionError(failed.read_text())
+            system = self.systems.image(suite)
+            try:
+                with Lock(boot_image.cache_dir() / ".boot-lock"):  # one TCG guest at a time on a 2-core machine
+                    boot = boot_image.boot_in_report_mode(
+                        self.host.qemu, self.host.accel, kernel, system, docs_units.report_mode(), where
+                    )
+            except AssertionError as exc:
+                failed.write_text(str(exc))
+                raise
+            boot.save(where)
+        return kernel, boot
+
+
+@pytest.fixture(scope="session")
+def report_boots(host: Host, systems: Systems, tmp_path_factory: pytest.TempPathFactory) -> ReportBoots:
+    return ReportBoots(host, systems, tmp_path_factory)
 
 
 def version(release: str) -> tuple[int, int]:
@@ -527,7 +569,7 @@ def report_words(
 
 @pytest.mark.parametrize(("suite", "series"), BOOTS, ids=boot_ids())
 def test_a_first_boot_in_report_mode_and_its_report(
-    host: Host, systems: Systems, tmp_path: Path, record_property: Any, suite: str, series: str
+    report_boots: ReportBoots, record_property: Any, suite: str, series: str
 ) -> None:
     """The rollout how-to's machine in report-only mode: every call behaves as native, so nothing fails; and the
     report the guest printed matches what the journal shows: which units called in the window, when the CRNG was
@@ -537,10 +579,7 @@ def test_a_first_boot_in_report_mode_and_its_report(
     machine = files["/etc/urandom-shim.toml"]
     for line in ('policy = "pep522"', 'mode = "report"', f'events = "{boot_image.EVENTS}"'):
         assert re.search(rf"^{re.escape(line)}(\s|$)", machine, re.MULTILINE), (line, machine)
-    system = systems.image(suite)
-    kernel = boot_image.Kernel(systems.base(suite), series)
-    with Lock(boot_image.cache_dir() / ".boot-lock"):  # one TCG guest at a time on a 2-core machine
-        boot = boot_image.boot_in_report_mode(host.qemu, host.accel, kernel, system, files, tmp_path)
+    kernel, boot = report_boots.boot(suite, series)
     assert_the_boot_in_report_mode(record_property, suite, kernel, boot)
 
 
