@@ -14,9 +14,14 @@ One more boot per kernel runs the machine in report-only mode, as ``docs/howto/s
 tmpfiles.d snippet, word for word): nothing may fail, and what ``urandom-shim report`` says in the guest is checked
 against what the journal shows the boot did.
 
+The report-mode boots of Debian 11, 12 and 13 are a fleet too: each is booted once per run (:class:`ReportBoots`,
+shared by the pytest workers), and the fleet test sends their journals through ``systemd-journal-upload`` to
+``systemd-journal-remote`` on 127.0.0.1, then reads the collector's directory with ``urandom-shim report
+--journal-dir``.
+
 Which boots run: :data:`IN_EVERY_RUN` (each policy on 5.10, one boot each of Debian 13 and sid) and
-:data:`REPORT_IN_EVERY_RUN` (5.10 in report mode) in every ``bash tests/run``; all twenty-five with
-``URANDOM_SHIM_BOOT_ALL=1``, Debian 12's included; none with ``URANDOM_SHIM_BOOT=0``. Every boot alone::
+:data:`REPORT_IN_EVERY_RUN` (report mode on 5.10, 6.1 and 6.12: Debian 11, 12 and 13) in every ``bash tests/run``;
+all twenty-five with ``URANDOM_SHIM_BOOT_ALL=1``; none with ``URANDOM_SHIM_BOOT=0``. Every boot alone::
 
     URANDOM_SHIM_BOOT_ALL=1 URANDOM_SHIM_TEST_PYTHONS=/usr/bin/python3 bash tests/run -m boot
 
