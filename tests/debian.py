@@ -1,4 +1,4 @@
-"""What the tests install from Debian's packages (qemu, libpython3.X-testsuite), how they boot it, and how they say
+"""What the tests install from Debian's packages (qemu, libpython3.X-testsuite, systemd-journal-remote), how they boot it, and how they say
 they can't.
 
 ``URANDOM_SHIM_KERNEL_REQUIRED=1`` (set by ``tests/run``) makes "can't have it here" a failure rather than a visible
@@ -73,7 +73,8 @@ def apt_install(package: str, present: Callable[[], bool]) -> None:
         raise Unavailable(f"{package} is not installed and there is no apt-get to install it")
     with Lock(Path(tempfile.gettempdir()) / "urandom-shim-apt.lock"):
         if not present():
-            apt_get("install", "-y", "-q", "--no-install-recommends", package)
+            # Another apt on this machine (not ours: ours take the lock above) holds dpkg's lock: wait for it.
+            apt_get("install", "-y", "-q", "-o", "DPkg::Lock::Timeout=600", "--no-install-recommends", package)
     if not present():
         raise Unavailable(f"{package} is installed but still not usable")
 
@@ -92,6 +93,45 @@ def pypy3() -> Path:
     apt_install("pypy3", lambda: Path("/usr/bin/pypy3").exists())
     apt_install("pypy3-venv", lambda: subprocess.run(["/usr/bin/pypy3", "-c", "import ensurepip"]).returncode == 0)
     return Path("/usr/bin/pypy3")
+
+
+#: Debian's systemd-journal-remote package: the collector (systemd-journal-remote) and the sender
+#: (systemd-journal-upload), under /lib/systemd (/usr/lib/systemd from Debian 13 on, where /lib is a link to it).
+JOURNAL_REMOTE = ("systemd-journal-remote", "systemd-journal-upload")
+
+
+def journal_remote() -> dict[str, Path]:
+    """systemd-journal-remote and systemd-journal-upload, by name, installed from Debian's packages if missing.
+
+    The package asks for the host's own systemd version where the archive still has it, so that installing it never
+    upgrades the host's systemd (and the journalctl other tests and benchmarks run) under them; only where it hasn't
+    does apt take the newest. Installing starts nothing: a package's services start through deb-systemd-invoke,
+    which does nothing where systemd is not PID 1 (no /run/systemd/system, as on CI's containers) and nothing where
+    /usr/sbin/policy-rc.d says no; the tests start their own collector on 127.0.0.1 and stop it.
+    """
+
+    def found() -> dict[str, Path]:
+        return {
+            name: path
+            for name in JOURNAL_REMOTE
+            for path in (Path("/lib/systemd") / name, Path("/usr/lib/systemd") / name)
+            if path.is_file() and os.access(path, os.X_OK)
+        }
+
+    def present() -> bool:
+        return len(found()) == len(JOURNAL_REMOTE)
+
+    try:
+        systemd = run("dpkg-query", "-W", "-f=${Version}", "systemd").strip()
+    except Unavailable:
+        systemd = ""
+    try:
+        apt_install(f"systemd-journal-remote={systemd}" if systemd else "systemd-journal-remote", present)
+    except Unavailable:
+        if not systemd:
+            raise
+        apt_install("systemd-journal-remote", present)  # the host's version is gone from the archive
+    return found()
 
 
 def kvm_usable() -> bool:

@@ -644,6 +644,19 @@ def test_a_stall_behind_tee_as_a_real_debian_boot_logs_cloud_init() -> None:
     assert "`urandom-shim run --policy legacy -- ...`" in stall["avoid"][0]  # not tee's command line
 
 
+def test_a_stall_behind_tee_whose_programs_log_lines_of_their_own() -> None:
+    """Debian 13's cloud-init-main.service (measured on the real boot of tests/boot): its first lines come through
+    tee, then the programs it runs (useradd, for the default user) log their own. Still the stall of its Python."""
+    entries = through("tee", "/usr/bin/tee", "tee -a /var/log/cloud-init-output.log")
+    last = max(journal.at(entry) for entry in entries if entry.get("_SYSTEMD_UNIT") == "cloud-init-local.service")
+    useradd = {"_SYSTEMD_UNIT": "cloud-init-local.service", "_COMM": "useradd", "_EXE": "/usr/sbin/useradd"}
+    said = {"_PID": "367", "MESSAGE": "new user: name=debian, UID=1000", "__MONOTONIC_TIMESTAMP": str(int(last * 1e6))}
+    entries.append({**useradd, **said})
+    (stall,) = stalls.stalls(entries, 17.400312)
+    assert stall["unit"] == "cloud-init-local.service" and stall["lost"] == 1.64 and stall["python"] is None
+    assert round(stall["first_line"], 2) == 19.41, stall
+
+
 def test_a_unit_that_runs_no_python_is_no_stall() -> None:
     entries = through("bash", "/usr/bin/bash", "/bin/bash /usr/local/sbin/setup.sh")
     assert stalls.stalls(entries, 17.400312) == []

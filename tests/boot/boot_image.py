@@ -346,6 +346,25 @@ class Boot:
             except ValueError:
                 continue
 
+    def save(self, where: Path) -> None:
+        """Keep this boot in ``where`` for :meth:`load` (another pytest worker's, or a later test's): what
+        :func:`boot` left in its ``collected`` directory, and qemu's version and the wall time."""
+        kept = where / "collected"
+        kept.mkdir(parents=True, exist_ok=True)
+        (kept / "console.txt").write_text(self.console)
+        for name, text in self.files.items():
+            if text is not None:
+                (kept / name).write_text(text)
+        (where / "boot.json").write_text(json.dumps({"qemu": self.qemu, "wall": self.wall}))
+
+    @classmethod
+    def load(cls, kernel: Kernel, where: Path) -> Boot:
+        """A boot that :meth:`save` kept in ``where``."""
+        kept = where / "collected"
+        files = {name: (kept / name).read_text() if (kept / name).exists() else None for name in COLLECTED}
+        meta = json.loads((where / "boot.json").read_text())
+        return cls(kernel, meta["qemu"], (kept / "console.txt").read_text(), meta["wall"], files)
+
 
 def boot(qemu: Qemu, accel: list[str], kernel: Kernel, image: Path, work: Path, timeout: float = 420) -> Boot:
     """Boot ``image`` with ``kernel`` until the collector powers it off, and read back what it collected."""

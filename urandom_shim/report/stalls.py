@@ -86,8 +86,9 @@ def stalls(entries: list[dict[str, Any]], crng_done: float | None) -> list[dict[
         if pythons:
             first_line, entry = pythons[0]
             python: bool | None = True
-        elif all(is_pass_through(entry) for _time, entry in lines):
-            # cloud-init on Debian: its output goes through `tee`, which is all the journal sees of it.
+        elif is_pass_through(lines[0][1]):
+            # cloud-init on Debian: its output goes through `tee`, which is all the journal sees of it; the programs
+            # it runs later log lines of their own (useradd, from Debian 13's cloud-init-main.service).
             (first_line, entry), python = lines[0], None
         else:
             continue  # not Python: its start does not read a hash secret
