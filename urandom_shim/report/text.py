@@ -288,11 +288,12 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
             out.append(f"  and {len(stalls) - SHOWN} more units")
         out.append("  How to avoid it: `urandom-shim report --help`, or the report of one of these machines.")
         out.append("")
-    problems = [(d["path"], problem) for d in sources.get("journal_dirs", ()) for problem in d["problems"]]
-    problems += [(p["path"], p["problem"]) for p in (events or {}).get("problems", ())]
+    # A journal directory's problems name their file; an events file's are said of it.
+    problems = [problem for d in sources.get("journal_dirs", ()) for problem in d["problems"]]
+    problems += [f"{p['path']}: {p['problem']}" for p in (events or {}).get("problems", ())]
     if problems:
         out.append(f"Not read ({plural(len(problems), 'problem')}; every other file was):")
-        for _path, problem in problems[:SHOWN]:
+        for problem in problems[:SHOWN]:
             out.append(f"  {shown(problem)}")
         if len(problems) > SHOWN:
             out.append(f"  and {len(problems) - SHOWN} more")
