@@ -175,7 +175,7 @@ def test_files_that_name_no_machine_are_each_a_machine_and_bad_files_are_skipped
     if os.geteuid() != 0:  # root reads a file of mode 0 anyway
         assert "cannot be read" in problems, problems
     _code, out, _err = report("--events", str(fleet))
-    assert f"  {fleet / 'garbage.jsonl'}: no record in it could be read" in out.splitlines(), out
+    assert f"\n  {fleet / 'garbage.jsonl'}: no record in it could be read (10 not a JSON object)\n" in out, out
 
 
 def test_each_call_says_what_every_policy_would_do_and_how_to_fix_it(tmp_path: Path) -> None:
