@@ -286,7 +286,7 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
         out.extend(rows(stalled, indent="  "))
         if len(stalls) > SHOWN:
             out.append(f"  and {len(stalls) - SHOWN} more units")
-        out.append("  How to avoid it: `urandom-shim report --help`, or the report of one of these machines.")
+        out.append(f"  {STALLS_AVOID}")
         out.append("")
     # A journal directory's problems name their file; an events file's are said of it.
     problems = [problem for d in sources.get("journal_dirs", ()) for problem in d["problems"]]
@@ -313,6 +313,11 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
     return out
 
 
+#: How a unit of the fleet avoids the stall: each machine's own report says it for its units, with the command.
+STALLS_AVOID = (
+    "To avoid it: start the unit with `urandom-shim run --policy legacy -- COMMAND`, or set "
+    "Environment=PYTHONHASHSEED=0 in it, or give the machines an entropy source (virtio-rng)."
+)
 #: The rows of each list the fleet's text shows before "and N more".
 SHOWN = 10
 
