@@ -36,9 +36,12 @@ def available() -> str | None:
 
 
 def read_json(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
-    """The entries of a saved ``journalctl -o json`` output (lines that are not a JSON object are skipped)."""
+    """The entries of a saved ``journalctl -o json`` output, gzipped or not (lines that are not a JSON object are
+    skipped)."""
+    import gzip
+
     entries = []
-    with open(path, "rb") as file:
+    with gzip.open(path, "rb") if str(path).endswith(".gz") else open(path, "rb") as file:
         for line in file:
             try:
                 entry = json.loads(line)

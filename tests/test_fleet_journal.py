@@ -1,0 +1,274 @@
+"""Journal directories for the fleet report (``urandom_shim.report.journal_dir``), read from journal files that the
+real ``systemd-journal-remote`` wrote (``tests/journal_remote.py``) from real journals, each under machine ids of its
+own.
+
+The journals: ``tests/data/journal-debian11-report-only.jsonl.gz``, the whole journal of a real first boot of Debian 11
+(kernel 5.10, systemd 247) in report mode under qemu, as the real-boot test ``test_a_first_boot_in_report_mode_and_its
+_report`` collected it; and ``tests/data/journal-debian12-cloud-init.jsonl``, the slice of a Debian 12 first boot on
+the 6.12 kernel that the boot-log tests read (a stall: cloud-init-local started before ``crng init done``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import journal_remote
+import pytest
+
+from urandom_shim.report import gather, journal, shim_lines, verdict
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = Path(__file__).resolve().parent / "data"
+DEBIAN11 = DATA / "journal-debian11-report-only.jsonl.gz"
+DEBIAN12 = DATA / "journal-debian12-cloud-init.jsonl"
+
+pytestmark = pytest.mark.skipif(
+    journal_remote.available() is not None, reason=f"{journal_remote.available()}: journal files can't be written"
+)
+
+
+def read_dirs(*dirs: Path, timeout: float = 120) -> dict[str, Any]:
+    """read_journal_dirs(dirs) in an interpreter of its own, so that a hang fails the test instead of hanging it."""
+    code = (
+        "import json, sys\n"
+        "from urandom_shim.report.journal_dir import read_journal_dirs\n"
+        "json.dump(read_journal_dirs(sys.argv[1:]), sys.stdout)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, *map(str, dirs)],
+        capture_output=True,
+        timeout=timeout,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stderr == b"", done.stderr.decode()
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def plain(path: Path, tmp_path: Path) -> Path:
+    """A saved journal as ``journalctl -o json`` wrote it (the gzipped one unpacked)."""
+    if path.suffix != ".gz":
+        return path
+    out = tmp_path / path.name[: -len(".gz")]
+    out.write_bytes(gzip.decompress(path.read_bytes()))
+    return out
+
+
+@pytest.fixture(scope="module")
+def fleet_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict[str, Any]]]:
+    """Four machines, written by journal-remote: Debian 11's first boot twice, Debian 12's slice twice."""
+    directory = tmp_path_factory.mktemp("fleet") / "remote"
+    machines = journal_remote.fleet(directory, [DEBIAN11, DEBIAN12], 4)
+    return directory, machines
+
+
+def test_each_machine_written_by_journal_remote_is_one_boot_with_its_own_ids_events_crng_kernel_and_first_boot(
+    fleet_dir: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    directory, machines = fleet_dir
+    result = read_dirs(directory)
+    assert result["sources"] == [
+        {"path": str(directory), "files": 4, "entries": result["sources"][0]["entries"], "problems": [], "read": True,
+         "absent": False}
+    ]  # fmt: skip
+    boots = {boot["machine_id"]: boot for boot in result["boots"]}
+    assert set(boots) == {machine["machine_id"] for machine in machines}
+    for machine in machines:
+        boot = boots[machine["machine_id"]]
+        assert boot["boot_id"] == machine["boot_id"]
+        assert boot["hostname"] == machine["hostname"]
+        assert boot["files"] == [machine["path"]]
+        assert boot["untimed"] == 0
+        if machine["source"] == 0:  # Debian 11, kernel 5.10: its first boot, two report-only lines, no stall
+            assert boot["kernel"] == "5.10.0-32-cloud-amd64"
+            assert boot["first_boot"] is True
+            assert boot["crng_init_done"] == pytest.approx(13.634273)
+            assert [(event["unit"], event["call"]) for event in boot["events"]] == [
+                ("cloud-init-local.service", "import random"),
+                ("early-setup.service", "os.urandom(32)"),
+            ]
+            assert boot["stalls"] == []
+            assert boot["first_seen"] == 1796563936645200
+        else:  # Debian 12's slice, kernel 6.12: cloud-init-local stalled in its start-up
+            assert boot["kernel"] == "6.12.12+bpo-cloud-amd64"
+            assert boot["first_boot"] is False  # the slice holds no "Detected first boot."
+            assert boot["crng_init_done"] == pytest.approx(17.400312)
+            assert [stall["unit"] for stall in boot["stalls"]] == ["cloud-init-local.service"]
+            assert {event["unit"] for event in boot["events"]} == {"early-setup.service"}
+        assert boot["rejected"] == []
+
+
+@pytest.mark.parametrize("source", [DEBIAN11, DEBIAN12], ids=["debian11", "debian12-slice"])
+def test_a_boot_read_from_its_journal_file_says_what_the_report_of_its_saved_json_journal_says(
+    source: Path, tmp_path: Path
+) -> None:
+    saved = plain(source, tmp_path)
+    directory = tmp_path / "remote"
+    (machine,) = journal_remote.fleet(directory, [saved], 1)
+    (boot,) = read_dirs(directory)["boots"]
+    # The single-journal path, on the same journal (ids as journal-remote wrote them: they are all that differs).
+    same = tmp_path / "same.json"
+    same.write_bytes(
+        subprocess.run(
+            ["journalctl", f"--file={machine['path']}", "-o", "json", "--no-pager", "--all"],
+            capture_output=True,
+            check=True,
+            stdin=subprocess.DEVNULL,
+        ).stdout
+    )
+    report = gather.gather(None, journal=False, journal_file=str(same))
+    assert report["sources"]["journal"]["problem"] is None
+    assert boot["crng_init_done"] == report["crng_init_done"]
+    assert boot["stalls"] == report["stalls"]
+    assert verdict.group(boot["events"], boot["crng_init_done"]) == report["programs"]
+    entries, _skipped = journal.read_export(str(same))
+    assert (boot["events"], boot["rejected"]) == shim_lines.journal_events(entries)
+
+
+def test_corrupt_truncated_and_odd_files_are_each_one_problem_and_the_good_file_beside_them_is_read(
+    fleet_dir: tuple[Path, list[dict[str, Any]]], tmp_path: Path
+) -> None:
+    _directory, machines = fleet_dir
+    good = Path(machines[0]["path"]).read_bytes()
+    odd = tmp_path / "odd"
+    odd.mkdir()
+    (odd / "remote-good.journal").write_bytes(good)
+    (odd / "remote-truncated.journal").write_bytes(good[: len(good) // 3])
+    (odd / "remote-zeros.journal").write_bytes(bytes(len(good)))
+    (odd / "remote-random.journal").write_bytes(os.urandom(1 << 20))
+    (odd / "remote-empty.journal~").write_bytes(b"")
+    os.mkfifo(odd / "x.journal")  # no writer: opening it for reading would block
+    (odd / "link.journal").symlink_to(machines[1]["path"])  # out of the directory
+    (odd / "notes.txt").write_text("not a journal file")
+    # journalctl --file globs its argument: "remote-*.journal" would read every file here (and one bad one fails it).
+    odd_names = [odd / "remote-[*?.journal", odd / "remote-*.journal"]
+    for name, machine in zip(odd_names, machines[2:]):
+        name.write_bytes(Path(machine["path"]).read_bytes())
+    started = time.monotonic()
+    result = read_dirs(odd, timeout=60)
+    assert time.monotonic() - started < 60
+    (source,) = result["sources"]
+    assert source["files"] == 7  # the seven regular *.journal and *.journal~ files
+    assert source["read"] is True and source["absent"] is False
+    problems = source["problems"]
+    for name in ("remote-truncated.journal", "remote-zeros.journal", "remote-random.journal", "remote-empty.journal~"):
+        (line,) = [problem for problem in problems if problem.startswith(f"{odd / name}: ")]
+        assert "journalctl can't read it" in line, line
+    (fifo,) = [problem for problem in problems if problem.startswith(f"{odd / 'x.journal'}: ")]
+    assert "a FIFO" in fifo
+    (link,) = [problem for problem in problems if problem.startswith(f"{odd / 'link.journal'}: ")]
+    assert "symbolic link, not followed" in link
+    assert len(problems) == 6, problems
+    # The good file once, each oddly named one as itself (not the files its name matches): one file per machine.
+    boots = {boot["machine_id"]: boot["files"] for boot in result["boots"]}
+    assert boots == {
+        machines[0]["machine_id"]: [str(odd / "remote-good.journal")],
+        machines[2]["machine_id"]: [str(odd_names[0])],
+        machines[3]["machine_id"]: [str(odd_names[1])],
+    }
+
+
+def test_a_file_still_being_written_by_journal_remote_is_read_or_reported_without_a_hang(tmp_path: Path) -> None:
+    saved = journal_remote.read_json(DEBIAN11)
+    directory = tmp_path / "remote"
+    directory.mkdir()
+    out = directory / "remote-growing.journal"
+    writer = subprocess.Popen(
+        [journal_remote.JOURNAL_REMOTE, f"--output={out}", "--split-mode=none", "-"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    assert writer.stdin is not None
+    machine, boot = journal_remote.new_id(), journal_remote.new_id()
+    stop = threading.Event()
+
+    def feed() -> None:  # one entry at a time, while the directory is read
+        assert writer.stdin is not None
+        for entry in saved:
+            if stop.is_set():
+                break
+            writer.stdin.write(journal_remote.export_of([entry], machine, boot, "growing"))
+            writer.stdin.flush()
+            time.sleep(0.002)
+        writer.stdin.close()
+
+    feeder = threading.Thread(target=feed)
+    feeder.start()
+    try:
+        deadline = time.monotonic() + 30
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        reads = [read_dirs(directory, timeout=60) for _ in range(3)]
+        assert feeder.is_alive(), "the file was written before it was read: feed it more slowly"
+    except BaseException:
+        stop.set()
+        raise
+    finally:
+        feeder.join()
+        writer.wait(timeout=60)
+    for result in reads:
+        (source,) = result["sources"]
+        assert source["files"] == 1
+        assert all(problem.startswith(f"{out}: ") for problem in source["problems"]), source["problems"]
+        assert [boot["machine_id"] for boot in result["boots"]] in ([], [machine])
+    # Once written, the whole boot reads as the others do.
+    (whole,) = read_dirs(directory)["boots"]
+    assert whole["first_boot"] is True and whole["kernel"] == "5.10.0-32-cloud-amd64"
+    assert len(whole["events"]) == 2
+
+
+def test_boots_of_a_machine_in_rotated_files_are_one_boot_and_other_boots_of_it_are_apart(tmp_path: Path) -> None:
+    saved = journal_remote.read_json(DEBIAN11)
+    directory = tmp_path / "remote"
+    directory.mkdir()
+    machine, first, second = (journal_remote.new_id() for _ in range(3))
+    half = len(saved) // 2
+    rotated = directory / "remote-vm@5f0c6a1e9b3d4e7a8c2f1d0b6e4a9c37-0000000000000001-0005f0c6a1e9b3d4.journal"
+    journal_remote.remote_write(journal_remote.export_of(saved[:half], machine, first, "vm"), rotated)
+    current = directory / "remote-vm.journal"
+    journal_remote.remote_write(journal_remote.export_of(saved[half:], machine, first, "vm"), current)
+    journal_remote.remote_write(journal_remote.export_of(saved, machine, second, "vm"), current)
+    boots = {boot["boot_id"]: boot for boot in read_dirs(directory)["boots"]}
+    assert set(boots) == {first, second}
+    assert boots[first]["files"] == [str(current), str(rotated)] or boots[first]["files"] == [
+        str(rotated),
+        str(current),
+    ]
+    for boot in boots.values():
+        assert boot["machine_id"] == machine
+        assert boot["first_boot"] is True and boot["kernel"] == "5.10.0-32-cloud-amd64"
+        assert len(boot["events"]) == 2
+
+
+def test_a_directory_that_does_not_exist_or_holds_no_journal_is_absent(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    result = read_dirs(tmp_path / "missing", tmp_path / "empty")
+    assert [(source["read"], source["absent"], source["files"]) for source in result["sources"]] == [
+        (False, True, 0),
+        (False, True, 0),
+    ]
+    assert result["sources"][0]["problems"] == [f"{tmp_path / 'missing'}: no such directory."]
+    assert result["sources"][1]["problems"] == [
+        f"{tmp_path / 'empty'}: holds no journal files (*.journal, *.journal~)."
+    ]
+    assert result["boots"] == []
+
+
+def test_progress_is_called_after_each_file_with_the_boots_seen(fleet_dir: tuple[Path, list[dict[str, Any]]]) -> None:
+    from urandom_shim.report.journal_dir import read_journal_dirs
+
+    directory, _machines = fleet_dir
+    calls: list[tuple[int, int, int]] = []
+    read_journal_dirs([str(directory)], progress=lambda *args: calls.append(args))
+    assert calls == [(1, 4, 1), (2, 4, 2), (3, 4, 3), (4, 4, 4)]
