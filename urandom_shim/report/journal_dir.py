@@ -79,8 +79,8 @@ FIELDS = (
 )
 #: The longest any one journalctl may run, in seconds.
 TIMEOUT = 120.0
-#: The most selected entries read from one file: a boot's are a few hundred.
-MAX_SELECTED = 200_000
+#: The most selected entries read from one file (a boot's are a few hundred): about 150 MiB of them.
+MAX_SELECTED = 100_000
 #: The most units the stalls query names for one boot.
 MAX_STALL_UNITS = 200
 
