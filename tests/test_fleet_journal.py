@@ -272,3 +272,20 @@ def test_progress_is_called_after_each_file_with_the_boots_seen(fleet_dir: tuple
     calls: list[tuple[int, int, int]] = []
     read_journal_dirs([str(directory)], progress=lambda *args: calls.append(args))
     assert calls == [(1, 4, 1), (2, 4, 2), (3, 4, 3), (4, 4, 4)]
+
+
+def test_the_report_over_a_journal_remote_directory_names_each_machine_and_its_pep522_gate_fails(
+    fleet_dir: tuple[Path, list[dict[str, Any]]],
+) -> None:
+    directory, machines = fleet_dir
+    command = [sys.executable, "-m", "urandom_shim", "report", "--journal-dir", str(directory)]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run([*command, "--json", "--fail-for", "pep522"], capture_output=True, env=env, timeout=120)
+    assert done.returncode == 1, done.stderr.decode()
+    report = json.loads(done.stdout)
+    assert {machine["machine_id"] for machine in report["machines"]} == {m["machine_id"] for m in machines}
+    assert {machine["hostname"] for machine in report["machines"]} == {m["hostname"] for m in machines}
+    raised = {entry["name"]: entry["machines"] for entry in report["verdict"]["pep522"]["raise"]}
+    assert raised == {"early-setup.service": 4}  # Debian 11's two report-only lines and the slice's one
+    clean = subprocess.run([*command, "--fail-for", "pep524"], capture_output=True, env=env, timeout=120)
+    assert clean.returncode == 0, clean.stdout.decode() + clean.stderr.decode()

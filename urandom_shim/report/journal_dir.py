@@ -332,10 +332,10 @@ _environment_cache: dict[str, str] = {}
 
 
 def _environment() -> dict[str, str]:
-    """journalctl's environment: no pager and no colours whatever the user's settings, and plain C messages."""
+    """journalctl's environment: no pager and no colours, whatever the user's settings say."""
     if not _environment_cache:
         _environment_cache.update(os.environ)
-        _environment_cache.update(SYSTEMD_PAGER="cat", PAGER="cat", SYSTEMD_COLORS="0", LC_ALL="C")
+        _environment_cache.update(SYSTEMD_PAGER="cat", PAGER="cat", SYSTEMD_COLORS="0")
     return _environment_cache
 
 
