@@ -303,3 +303,24 @@ def test_the_report_over_a_journal_remote_directory_names_each_machine_and_its_p
     assert raised == {"early-setup.service": 4}  # Debian 11's two report-only lines and the slice's one
     clean = subprocess.run([*command, "--fail-for", "pep524"], capture_output=True, env=env, timeout=120)
     assert clean.returncode == 0, clean.stdout.decode() + clean.stderr.decode()
+
+
+def test_a_file_of_more_boots_than_are_asked_about_keeps_their_findings_and_says_which_stalls_were_not_looked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urandom_shim.report import journal_dir
+
+    monkeypatch.setattr(journal_dir, "MAX_STALL_BOOTS", 2)
+    saved = journal_remote.read_json(DEBIAN12)
+    machine = journal_remote.new_id()
+    out = tmp_path / "remote" / "remote-busy.journal"
+    out.parent.mkdir()
+    for _ in range(3):
+        journal_remote.remote_write(journal_remote.export_of(saved, machine, journal_remote.new_id(), "busy"), out)
+    result = journal_dir.read_journal_dirs([str(out.parent)])
+    assert [len(boot["events"]) for boot in result["boots"]] == [2, 2, 2]  # every boot's findings count
+    assert [len(boot["stalls"]) for boot in result["boots"]] == [1, 1, 0]
+    assert result["sources"][0]["problems"] == [
+        f"{out}: its files hold 3 boots; the stalls of 1 of them were not looked for (at most one journalctl per "
+        "boot of a machine for its stalls)."
+    ]

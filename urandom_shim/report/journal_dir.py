@@ -44,6 +44,10 @@ FILE_STOPPED = (
 FILE_WARNED = "{path}: journalctl warned: {detail}"
 FILE_TIMED_OUT = "{path}: journalctl did not finish within {timeout:g} s; the {entries} entries read before that count."
 FILE_TOO_MANY = "{path}: more than {limit} selected entries; the rest of the file was not read."
+FILE_TOO_MANY_BOOTS = (
+    "{path}: its files hold {boots} boots; the stalls of {left} of them were not looked for (at most one journalctl "
+    "per boot of a machine for its stalls)."
+)
 JOURNALCTL_MISSING = "journalctl is not installed here, so journal directories can't be read."
 
 
@@ -81,6 +85,8 @@ FIELDS = (
 TIMEOUT = 120.0
 #: The most selected entries read from one file (a boot's are a few hundred): about 150 MiB of them.
 MAX_SELECTED = 100_000
+#: The most boots of one file set whose stalls journalctl is asked about: a machine boots a few times a day.
+MAX_STALL_BOOTS = 1000
 #: The most units the stalls query names for one boot.
 MAX_STALL_UNITS = 200
 
@@ -127,9 +133,16 @@ def read_journal_dirs(
                 done += 1
                 if progress is not None:
                     progress(done, total, len(boots) + len(selected.keys() - boots.keys()))
-            for key, entries in selected.items():
-                facts = _boot_facts(key, entries, where[key], journalctl or "journalctl", timeout, source["problems"])
+            for number, (key, entries) in enumerate(selected.items()):
+                stall_query = number < MAX_STALL_BOOTS  # a forged file of thousands of boots costs no more
+                facts = _boot_facts(
+                    key, entries, where[key], journalctl or "journalctl", timeout, source["problems"], stall_query
+                )
                 _merge(boots, key, facts)
+            if len(selected) > MAX_STALL_BOOTS:
+                source["problems"].append(
+                    FILE_TOO_MANY_BOOTS.format(path=files[0], boots=len(selected), left=len(selected) - MAX_STALL_BOOTS)
+                )
     sources = []
     for source, _sets in plans:
         read_files = source.pop("read_files")
@@ -346,8 +359,10 @@ def _boot_facts(
     journalctl: str,
     timeout: float,
     problems: list[str],
+    stall_query: bool = True,
 ) -> dict[str, Any]:
-    """One boot's facts from its selected entries (and, for the stalls, its candidate units' own lines)."""
+    """One boot's facts from its selected entries (and, for the stalls, its candidate units' own lines, unless not
+    ``stall_query``)."""
     machine_id, boot_id = key
     crng = crng_init_done(entries)
     first_seen = [time for time in (_realtime(entry) for entry in entries) if time is not None]
@@ -364,7 +379,7 @@ def _boot_facts(
         "crng_init_done": crng,
         "events": events,
         "rejected": rejected,
-        "stalls": _stalls(key, entries, files, crng, journalctl, timeout, problems),
+        "stalls": _stalls(key, entries, files, crng, journalctl, timeout, problems) if stall_query else [],
         "entries": len(entries),
         "untimed": sum(1 for entry in entries if journal.bad_time(entry)),
     }
