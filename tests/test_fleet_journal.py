@@ -324,3 +324,11 @@ def test_a_file_of_more_boots_than_are_asked_about_keeps_their_findings_and_says
         f"{out}: its files hold 3 boots; the stalls of 1 of them were not looked for (at most one journalctl per "
         "boot of a machine for its stalls)."
     ]
+
+
+def test_a_directory_given_twice_is_read_once(fleet_dir: tuple[Path, list[dict[str, Any]]]) -> None:
+    directory, machines = fleet_dir
+    result = read_dirs(directory, directory)
+    assert [source["files"] for source in result["sources"]] == [4, 4]
+    assert sorted(len(boot["events"]) for boot in result["boots"]) == [2, 2, 2, 2]
+    assert len(result["boots"]) == len(machines)

@@ -107,7 +107,8 @@ def read_journal_dirs(
     import shutil
 
     journalctl = shutil.which("journalctl")
-    plans = [_plan(path) for path in dirs]
+    seen: set[tuple[int, int]] = set()  # (device, inode): a directory or file given twice is read once
+    plans = [_plan(path, seen) for path in dirs]
     total = sum(len(files) for _source, sets in plans for files in sets)
     boots: dict[Key, dict[str, Any]] = {}
     done = 0
@@ -151,7 +152,7 @@ def read_journal_dirs(
     return {"sources": sources, "boots": list(boots.values())}
 
 
-def _plan(path: str) -> tuple[dict[str, Any], list[list[str]]]:
+def _plan(path: str, seen: set[tuple[int, int]]) -> tuple[dict[str, Any], list[list[str]]]:
     """The source of directory ``path`` and its journal files, in file sets (a machine's file and its rotated
     ones: ``remote-HOST.journal``, ``remote-HOST@....journal``), each in order. Its own files, and those one level
     down (``/var/log/journal/MACHINE-ID/``); nothing behind a symbolic link, no FIFO, no device."""
@@ -190,9 +191,24 @@ def _plan(path: str) -> tuple[dict[str, Any], list[list[str]]]:
         source["absent"] = not source["problems"] or source["problems"] == [DIR_EMPTY.format(path=path)]
     source["files"] = len(files)
     sets: dict[str, list[str]] = {}
-    for file in sorted(files):
+    for file in sorted(_once(files, seen)):
         sets.setdefault(_set_of(file), []).append(file)
     return source, list(sets.values())
+
+
+def _once(files: list[str], seen: set[tuple[int, int]]) -> list[str]:
+    """The files not already planned (under another name given, or the same directory given twice)."""
+    kept = []
+    for file in files:
+        try:
+            found = os.stat(file, follow_symlinks=False)
+        except OSError:
+            kept.append(file)  # its read says why it can't be read
+            continue
+        if (found.st_dev, found.st_ino) not in seen:
+            seen.add((found.st_dev, found.st_ino))
+            kept.append(file)
+    return kept
 
 
 def _scan(path: str, files: list[str], problems: list[str], *, depth: int) -> None:
