@@ -49,7 +49,8 @@ def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = 
 
 def note(boot: dict[str, Any], **said: Any) -> None:
     """Add what a source says of a boot. A text already known is kept (the first source to say it), a first boot
-    is one if any source says so, and of two ``crng init done`` times the earlier counts, as within one journal."""
+    is one if any source says so, and of two ``crng init done`` times the later counts (as :mod:`.journal_facts`
+    merges file sets: a machine forging another's ids can't move it earlier)."""
     for name in ("hostname", "image", "kernel"):
         if boot[name] is None and isinstance(said.get(name), str) and said[name]:
             boot[name] = said[name]
@@ -57,7 +58,7 @@ def note(boot: dict[str, Any], **said: Any) -> None:
         boot["first_boot"] = True
     elif said.get("first_boot") is False and boot["first_boot"] is None:
         boot["first_boot"] = False
-    for name, pick in (("crng_init_done", min), ("first_seen", min)):
+    for name, pick in (("crng_init_done", max), ("first_seen", min)):
         value = said.get(name)
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
             boot[name] = value if boot[name] is None else pick(boot[name], value)

@@ -17,6 +17,7 @@ import os
 import re
 
 from . import journal, kernel_log, shim_lines, stalls
+from . import journal_facts as _facts
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -139,7 +140,7 @@ def read_journal_dirs(
                 facts = _boot_facts(
                     key, entries, where[key], journalctl or "journalctl", timeout, source["problems"], stall_query
                 )
-                _merge(boots, key, facts)
+                _facts.merge(boots, key, facts)
             if len(selected) > MAX_STALL_BOOTS:
                 source["problems"].append(
                     FILE_TOO_MANY_BOOTS.format(path=files[0], boots=len(selected), left=len(selected) - MAX_STALL_BOOTS)
@@ -380,8 +381,8 @@ def _boot_facts(
     """One boot's facts from its selected entries (and, for the stalls, its candidate units' own lines, unless not
     ``stall_query``)."""
     machine_id, boot_id = key
-    crng = crng_init_done(entries)
-    first_seen = [time for time in (_realtime(entry) for entry in entries) if time is not None]
+    crng = _facts.crng_init_done(entries)
+    first_seen = [time for time in (_facts.realtime(entry) for entry in entries) if time is not None]
     hostnames = [name for name in (journal.field(entry, "_HOSTNAME") for entry in entries) if name is not None]
     events, rejected = shim_lines.journal_events(entries)
     return {
@@ -390,8 +391,8 @@ def _boot_facts(
         "hostname": hostnames[-1] if hostnames else None,
         "files": list(files),
         "first_seen": min(first_seen) if first_seen else None,
-        "first_boot": any(_first_boot(entry) for entry in entries),
-        "kernel": kernel_of(entries),
+        "first_boot": any(_facts.first_boot(entry) for entry in entries),
+        "kernel": _facts.kernel_of(entries),
         "crng_init_done": crng,
         "events": events,
         "rejected": rejected,
@@ -399,46 +400,6 @@ def _boot_facts(
         "entries": len(entries),
         "untimed": sum(1 for entry in entries if journal.bad_time(entry)),
     }
-
-
-def _realtime(entry: dict[str, Any]) -> int | None:
-    """When journald received the entry (``__REALTIME_TIMESTAMP``, µs since 1970), or None."""
-    value = journal.field(entry, "__REALTIME_TIMESTAMP")
-    if value is None or not 0 < len(value) <= 20 or not value.isascii() or not value.isdigit():
-        return None
-    return int(value)
-
-
-def crng_init_done(entries: list[dict[str, Any]]) -> float | None:
-    """When the kernel logged ``crng init done`` (seconds since boot): the earliest of its messages among
-    ``entries`` (:data:`urandom_shim.report.kernel_log.CRNG_MARKERS`), never this machine's /dev/kmsg."""
-    found = [
-        journal.at(entry)
-        for entry in entries
-        if journal.field(entry, "_TRANSPORT") in (None, "kernel")
-        and any(mark in journal.message(entry) for mark in kernel_log.CRNG_MARKERS)
-    ]
-    found = [time for time in found if time == time]
-    return min(found) if found else None
-
-
-def kernel_of(entries: list[dict[str, Any]]) -> str | None:
-    """The release of the kernel that booted, from its first message (``Linux version 6.12.12+bpo-cloud-amd64 ...``)."""
-    for entry in entries:
-        text = journal.message(entry)
-        if journal.field(entry, "_TRANSPORT") in (None, "kernel") and text.startswith("Linux version "):
-            release = text[len("Linux version ") :].split(" ", 1)[0]
-            return release[:200] or None
-    return None
-
-
-def _first_boot(entry: dict[str, Any]) -> bool:
-    """Whether systemd said "Detected first boot." in ``entry`` (through the kernel's buffer, before journald ran,
-    or its own)."""
-    return journal.message(entry).startswith("Detected first boot") and "systemd" in (
-        journal.field(entry, "SYSLOG_IDENTIFIER"),
-        journal.field(entry, "_COMM"),
-    )
 
 
 def _stalls(
@@ -468,8 +429,8 @@ def _stalls(
     if not units:
         return []
     machine_id, boot_id = key
-    matches = [f"_BOOT_ID={boot_id}"] if boot_id is not None and _hex(boot_id) else []
-    if machine_id is not None and _hex(machine_id):
+    matches = [f"_BOOT_ID={boot_id}"] if boot_id is not None and _facts.hexadecimal(boot_id) else []
+    if machine_id is not None and _facts.hexadecimal(machine_id):
         matches.append(f"_MACHINE_ID={machine_id}")
     matches += [f"_SYSTEMD_UNIT={unit}" for unit in units]
     own: list[dict[str, Any]] = []
@@ -482,47 +443,4 @@ def _stalls(
             for entry in read or ()
             if (journal.field(entry, "_MACHINE_ID"), journal.field(entry, "_BOOT_ID")) == key
         )
-    return stalls.stalls(_by_time([*entries, *own]), crng)
-
-
-def _hex(text: str) -> bool:
-    return len(text) == 32 and all(char in "0123456789abcdef" for char in text)
-
-
-def _by_time(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entries without repeats (the two queries may both select one), in journald's order."""
-    seen = set()
-    kept = []
-    for entry in entries:
-        cursor = entry.get("__CURSOR")
-        if isinstance(cursor, str):
-            if cursor in seen:
-                continue
-            seen.add(cursor)
-        kept.append(entry)
-    return kept
-
-
-def _merge(
-    boots: dict[Key, dict[str, Any]],
-    key: Key,
-    facts: dict[str, Any],
-) -> None:
-    """Add one file set's facts of a boot to what other file sets said of the same ids. A file set only ever adds:
-    its events, rejected lines, stalls and files join the others'; a first boot stays one; the later ``crng init
-    done`` counts (so that a machine forging another's ids can't move it earlier and take a finding away)."""
-    known = boots.get(key)
-    if known is None:
-        boots[key] = facts
-        return
-    for name in ("events", "rejected", "stalls", "files"):
-        known[name] = [*known[name], *facts[name]]
-    for name in ("entries", "untimed"):
-        known[name] += facts[name]
-    known["first_boot"] = known["first_boot"] or facts["first_boot"]
-    for name in ("hostname", "kernel"):
-        known[name] = known[name] if known[name] is not None else facts[name]
-    seen = [value for value in (known["first_seen"], facts["first_seen"]) if value is not None]
-    known["first_seen"] = min(seen) if seen else None
-    crngs = [value for value in (known["crng_init_done"], facts["crng_init_done"]) if value is not None]
-    known["crng_init_done"] = max(crngs) if crngs else None
+    return stalls.stalls(_facts.by_cursor([*entries, *own]), crng)
