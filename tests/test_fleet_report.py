@@ -239,3 +239,45 @@ def test_a_progress_line_only_on_a_terminal(tmp_path: Path) -> None:
     assert done.returncode == 0
     assert b"3/3 files read, 3 boots" in seen and seen.endswith(b"\r\x1b[K"), seen
     assert json.loads(done.stdout)["fleet"]["machines"] == 3
+
+
+def test_the_gate_never_passes_a_fleet_whose_files_were_not_all_read(tmp_path: Path) -> None:
+    """One machine's file that can't be read is a machine whose findings are unknown: with --fail-for, exit 3 even
+    when every machine read is clean (exit 1 still wins where a machine read would break)."""
+    fleet = tmp_path / "fleet"
+    seeding = [r for r in sample() if r["site"] == "random._inst"]  # nothing to see under any policy
+    write(fleet / "clean.jsonl", [dict(r, **machine(1)) for r in seeding])
+    assert report("--events", str(fleet), "--fail-for", "pep522")[0] == 0
+    (fleet / "garbage.jsonl").write_bytes(b"\x00" * 64 + b"\n")
+    code, _out, err = report("--events", str(fleet), "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ, err
+    assert "not in full: " in err and "garbage.jsonl: no record in it could be read" in err, err
+    write(fleet / "breaks.jsonl", [dict(r, **machine(2)) for r in early_setup_only()])
+    assert report("--events", str(fleet), "--fail-for", "pep522")[0] == EXIT_PROBLEMS
+
+
+def test_a_journalctl_that_hangs_leaves_the_directory_unread_and_the_gate_shut(tmp_path: Path) -> None:
+    """A journalctl that times out before its first entry read nothing of that file: the directory is not read, and
+    the gate exits 3 instead of passing a fleet it never saw (hostile review of issue 38)."""
+    fake = tmp_path / "bin"
+    fake.mkdir()
+    (fake / "journalctl").write_text("#!/bin/sh\nexec sleep 60\n")
+    (fake / "journalctl").chmod(0o755)
+    collector = tmp_path / "remote"
+    collector.mkdir()
+    (collector / "remote-a.journal").write_bytes(b"LPKSHHRH" + b"\x00" * 248)
+    code = (
+        "import sys\n"
+        "from urandom_shim.report import journal_dir\n"
+        "journal_dir.read_journal_dirs.__kwdefaults__['timeout'] = 1.0\n"
+        "from urandom_shim.cli.main import main\n"
+        "sys.exit(main(['report', '--journal-dir', sys.argv[1], '--fail-for', 'pep522']))\n"
+    )
+    env = dict(os.environ, PATH=f"{fake}:{os.environ['PATH']}")
+    env["PYTHONPATH"] = str(Path(urandom_shim.__file__).resolve().parents[1])
+    done = subprocess.run(
+        [sys.executable, "-c", code, str(collector)], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == EXIT_NOTHING_READ, done.stdout + done.stderr
+    assert "did not finish within 1 s" in done.stderr + done.stdout, done.stdout + done.stderr
+    assert "nothing read:" in done.stdout and "Traceback" not in done.stderr, done.stdout

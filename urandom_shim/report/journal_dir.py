@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 from . import journal, kernel_log, shim_lines, stalls
 from . import journal_facts as _facts
@@ -82,8 +83,12 @@ FIELDS = (
     "_MACHINE_ID",
     "_HOSTNAME",
 )
-#: The longest any one journalctl may run, in seconds.
-TIMEOUT = 120.0
+#: The longest any one journalctl may run, in seconds: a machine's boot takes tens of milliseconds.
+TIMEOUT = 30.0
+#: The longest the whole read may take: this, and a second more per file (1,000 machines take about 10 s). A
+#: journalctl that hangs on every file must not make the report take its timeout a thousand times over.
+TOTAL_TIME = 300.0
+FILE_OUT_OF_TIME = "{path}: not read: the report's time for the whole directory ran out ({seconds:g} s)."
 #: The most selected entries read from one file (a boot's are a few hundred): about 150 MiB of them.
 MAX_SELECTED = 100_000
 #: The most boots of one file set whose stalls journalctl is asked about: a machine boots a few times a day.
@@ -113,6 +118,8 @@ def read_journal_dirs(
     total = sum(len(files) for _source, sets in plans for files in sets)
     boots: dict[Key, dict[str, Any]] = {}
     done = 0
+    budget = TOTAL_TIME + total
+    ends = time.monotonic() + budget
     for source, sets in plans:
         if journalctl is None and sets:
             source["problems"].append(JOURNALCTL_MISSING)
@@ -121,10 +128,16 @@ def read_journal_dirs(
             selected: dict[Key, list[dict[str, Any]]] = {}
             where: dict[Key, list[str]] = {}
             for path in files:
-                read, problem = _read_file(journalctl or "journalctl", path, _query(), timeout)
+                left = ends - time.monotonic()
+                if left > 0:
+                    read, problem = _read_file(journalctl or "journalctl", path, _query(), min(timeout, left))
+                else:
+                    read, problem = None, FILE_OUT_OF_TIME.format(path=path, seconds=budget)
                 if problem is not None:
                     source["problems"].append(problem)
-                if read is not None:
+                # A file that gave nothing but a problem (journalctl timed out or stopped before its first entry) was
+                # not read: its machine's findings are unknown, and must not count as a machine without any.
+                if read is not None and (read or problem is None):
                     source["read_files"] += 1
                     source["entries"] += len(read)
                     for entry in read:
@@ -138,7 +151,13 @@ def read_journal_dirs(
             for number, (key, entries) in enumerate(selected.items()):
                 stall_query = number < MAX_STALL_BOOTS  # a forged file of thousands of boots costs no more
                 facts = _boot_facts(
-                    key, entries, where[key], journalctl or "journalctl", timeout, source["problems"], stall_query
+                    key,
+                    entries,
+                    where[key],
+                    journalctl or "journalctl",
+                    max(1.0, min(timeout, ends - time.monotonic())),
+                    source["problems"],
+                    stall_query,
                 )
                 _facts.merge(boots, key, facts)
             if len(selected) > MAX_STALL_BOOTS:

@@ -167,6 +167,8 @@ def would(call: dict[str, Any]) -> str:
 
 def fixes(program: dict[str, Any]) -> list[str]:
     """For a program that would raise under some policy: the ways to fix it that fit it, as lines."""
+    import json
+
     if RAISE not in program["under"].values():
         return []
     hints = []
@@ -187,7 +189,9 @@ def fixes(program: dict[str, Any]) -> list[str]:
         )
     name = match_name(program)
     if name is not None:
-        hints.append(f'or exempt it in the machine\'s file: [[program]] match = "{shown(name)}", policy = "pep524"')
+        # As a TOML basic string: JSON's escapes are TOML's, so the line can be pasted whatever the name holds.
+        quoted = json.dumps(name, ensure_ascii=False)
+        hints.append(f'or exempt it in the machine\'s file: [[program]] match = {shown(quoted)}, policy = "pep524"')
     out = []
     for number, hint in enumerate(hints):
         out.append(f"  {'fix' if number == 0 else '':<10} {hint}")

@@ -243,11 +243,22 @@ def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | 
         asked.append((f"the journal directory {escaped(directory['path'])}", directory))
     for name, source in asked:
         if not source["read"] and not (allow_empty and source["absent"]):
-            problem = source.get("problem") or "; ".join(source.get("problems") or ()) or "nothing in it could be read"
+            problem = source.get("problem") or "; ".join(_problems(source)[:1]) or "nothing in it could be read"
             return name, escaped(problem).rstrip("."), bool(source["absent"])
+        if source.get("problems"):
+            # Over a fleet, a file that could not be read is a machine whose findings are unknown: the gate can't
+            # pass for it, whatever the others say (the machines that were read still fail it, with exit 1).
+            problems = _problems(source)
+            more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
+            return name, escaped(f"not in full: {problems[0]}{more}").rstrip("."), False
     if not any(source["read"] for _name, source in asked) and not allow_empty:
         return None, None, True
     return None
+
+
+def _problems(source: dict[str, Any]) -> list[str]:
+    """A fleet source's problems as lines: a journal directory's name their file; an events file's are said of it."""
+    return [p if isinstance(p, str) else f"{p['path']}: {p['problem']}" for p in source.get("problems") or ()]
 
 
 def fails(report: dict[str, Any], policy: str) -> bool:
