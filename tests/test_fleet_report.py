@@ -281,3 +281,11 @@ def test_a_journalctl_that_hangs_leaves_the_directory_unread_and_the_gate_shut(t
     assert done.returncode == EXIT_NOTHING_READ, done.stdout + done.stderr
     assert "did not finish within 1 s" in done.stderr + done.stdout, done.stdout + done.stderr
     assert "nothing read:" in done.stdout and "Traceback" not in done.stderr, done.stdout
+
+
+def test_a_saved_boot_and_a_fleet_do_not_go_together(tmp_path: Path) -> None:
+    """--journal-file with a fleet's sources was silently ignored: now a usage error naming both."""
+    saved = DATA / "journal-debian12-cloud-init.jsonl"
+    for fleet in (["--events", str(tmp_path)], ["--events", str(SAMPLE_EVENTS), "--events", str(SAMPLE_EVENTS)]):
+        code, _out, err = report(*fleet, "--journal-file", str(saved))
+        assert code == 2 and "--journal-file reads one saved boot" in err, err

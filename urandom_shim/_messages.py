@@ -264,7 +264,10 @@ DOUBLE_DASH_NOT_TAKEN = "'--' and a command are only for run and simulate, not {
 REPORT_CANNOT_WRITE = "urandom-shim: cannot write the report: {error}; exit status 74.\n"
 REPORT_EMPTY_PATH = "{option} '' names no file; give a path"
 REPORT_PROGRESS = "urandom-shim report: {done}/{total} files read, {boots} boots, {seconds:.0f} s"
-REPORT_FLEET_AND_FILE = "--journal-file reads one saved boot; give the fleet's journals with --journal-dir alone"
+REPORT_FLEET_AND_FILE = (
+    "--journal-file reads one saved boot and a fleet report reads only its --journal-dir and --events; give one or "
+    "the other"
+)
 REPORT_ALLOW_EMPTY_ALONE = "--allow-empty only changes what --fail-for decides; add --fail-for POLICY"
 CLI_INTERNAL_ERROR = (
     "urandom-shim: internal error in `{prog} {subcommand}` ({name}: {exc}); rerun with URANDOM_SHIM_DEBUG=1 for "

@@ -28,9 +28,10 @@ def cmd_report(args: argparse.Namespace) -> int:
             raise UsageError(_messages.REPORT_EMPTY_PATH.format(option=option))
     if args.allow_empty and args.fail_for is None:
         raise UsageError(_messages.REPORT_ALLOW_EMPTY_ALONE)
-    if journal_dirs and args.journal_file is not None:
+    fleet = bool(journal_dirs) or len(events) > 1 or any(os.path.isdir(path) for path in events)
+    if fleet and args.journal_file is not None:
         raise UsageError(_messages.REPORT_FLEET_AND_FILE)
-    if journal_dirs or len(events) > 1 or any(os.path.isdir(path) for path in events):
+    if fleet:
         with Progress() as progress:
             report = fleet_gather.gather_fleet(events, journal_dirs, progress=progress.show)
     else:

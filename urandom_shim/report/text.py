@@ -239,9 +239,10 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
         out.append(f"  {'journal dir':<15} {shown(directory['path'])}: {found}")
     crng = fleet["crng_init_done"]
     out.append(f"  {'crng init done':<15} {_spread(crng)}")
-    for name, label in (("first_boots", "first boots"), ("later_boots", "later boots")):
-        if crng[name]["boots"]:
-            out.append(f"  {'':<15} {label}: {_spread(crng[name])}")
+    # First boots apart from later ones, where the fleet has both (each alone is the line above).
+    split = [(name, label) for name, label in (("first_boots", "first boots"), ("later_boots", "later boots"))]
+    if all(crng[name]["boots"] for name, _label in split):
+        out.extend(f"  {'':<15} {label}: {_spread(crng[name])}" for name, label in split)
     for name, label in (("images", "images"), ("kernels", "kernels")):
         if fleet[name]:
             listed = [f"{shown(row['name'])} ({plural(row['machines'], 'machine')})" for row in fleet[name][:4]]
