@@ -263,7 +263,7 @@ MISSING_DOUBLE_DASH = "missing '--' before the command{given}; write: {prog} {su
 DOUBLE_DASH_NOT_TAKEN = "'--' and a command are only for run and simulate, not {subcommand}"
 REPORT_CANNOT_WRITE = "urandom-shim: cannot write the report: {error}; exit status 74.\n"
 REPORT_EMPTY_PATH = "{option} '' names no file; give a path"
-REPORT_PROGRESS = "urandom-shim report: {done}/{total} files read, {boots} boots, {seconds:.0f} s"
+REPORT_PROGRESS = "urandom-shim report: {done}/{total} files read, boots found: {boots}, {seconds:.0f} s"
 REPORT_FLEET_AND_FILE = (
     "--journal-file reads one saved boot and a fleet report reads only its --journal-dir and --events; give one or "
     "the other"

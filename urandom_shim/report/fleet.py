@@ -247,7 +247,12 @@ def spread(values: list[float]) -> dict[str, Any]:
     middle = len(ordered) // 2
     median = ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
     rank = max(1, -(-95 * len(ordered) // 100))  # ceil(0.95 n)
-    return {"boots": len(ordered), "median": round(median, 3), "p95": ordered[rank - 1], "max": ordered[-1]}
+    return {
+        "boots": len(ordered),
+        "median": round(median, 3),
+        "p95": round(ordered[rank - 1], 3),
+        "max": round(ordered[-1], 3),
+    }
 
 
 def figures(boots: list[dict[str, Any]]) -> dict[str, Any]:

@@ -212,9 +212,9 @@ def match_name(program: dict[str, Any]) -> str | None:
 
 
 def fleet_lines(report: dict[str, Any]) -> list[str]:
-    """The report over many machines, to fit a screen for a thousand: the fleet's figures, the programs by how many
-    machines they ran on (the first :data:`SHOWN`, then "and N more"), the units that stalled, and a verdict per
-    policy with counts. ``--json`` carries everything."""
+    """The report over many machines, to fit a screen for a thousand: the fleet's figures, the programs by how
+    many machines they ran on (the first :data:`PROGRAMS_SHOWN`, then "and N more"), the units that stalled, and a
+    verdict per policy with counts. ``--json`` carries everything."""
     fleet = report["fleet"]
     boots = f"{plural(fleet['boots'], 'boot')}, {plural(fleet['first_boots'], 'first boot')}"
     out = [
@@ -253,14 +253,15 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
     if not programs and report.get("read", True):
         out.append("No program asked for randomness before the kernel CRNG was ready, on any machine read.")
         out.append("")
-    for program in programs[:SHOWN]:
+    for program in programs[:PROGRAMS_SHOWN]:
         counted = f"{plural(program['machines'], 'machine')}, {plural(program['boots'], 'boot')}"
         if program["first_boots"]:
             counted += f" ({program['first_boots']} first)"
-        ran_on = [shown(name) for name in list(program["images"])[:2] + list(program["kernels"])[:2]]
-        out.append(f"{shown(program['name'])}: {counted}" + (f"; {', '.join(ran_on)}" if ran_on else ""))
+        ran_on = [_most(program["images"]), _most(program["kernels"])]
+        ran_on = [words for words in ran_on if words]
+        out.append(f"{shown(program['name'])}: {counted}" + (f"; {'; '.join(ran_on)}" if ran_on else ""))
         table = []
-        for call in program["calls"][:5]:
+        for call in program["calls"][:CALLS_SHOWN]:
             done = DONE_SHORT.get(str(call["action"]), str(call["action"]))
             mode = "report-only, " if call["mode"] == "report" else ""
             where = plural(call["machines"], "machine")
@@ -268,14 +269,15 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
         for line, call in zip(rows(table, indent="  "), program["calls"]):
             out.append(line)
             out.append(f"    would: {would(call)}")
-        if len(program["calls"]) > 5:
-            out.append(f"  and {len(program['calls']) - 5} more call sites")
-        under = ", ".join(f"{policy}: {UNDER[found]}" for policy, found in program["under"].items())
-        out.append(f"  under      {under}")
-        out.extend(fixes(program))
+        if len(program["calls"]) > CALLS_SHOWN:
+            out.append(f"  and {len(program['calls']) - CALLS_SHOWN} more call sites")
+        if len(program["calls"]) > 1:  # one call's `would:` line already says it
+            under = ", ".join(f"{policy}: {UNDER[found]}" for policy, found in program["under"].items())
+            out.append(f"  under      {under}")
+        out.extend(fleet_fix(program))
         out.append("")
-    if len(programs) > SHOWN:
-        out.append(f"and {len(programs) - SHOWN} more programs (--json lists them all)")
+    if len(programs) > PROGRAMS_SHOWN:
+        out.append(f"and {len(programs) - PROGRAMS_SHOWN} more programs (--json lists them all)")
         out.append("")
     stalls = fleet["stalls"]
     if stalls:
@@ -286,22 +288,23 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
                 f"{plural(stall['machines'], 'machine')}, {plural(stall['boots'], 'boot')}",
                 f"lost up to {stall['lost_max']:.2f} s (median {stall['lost_median']:.2f} s)",
             )
-            for stall in stalls[:SHOWN]
+            for stall in stalls[:PROGRAMS_SHOWN]
         ]
         out.extend(rows(stalled, indent="  "))
-        if len(stalls) > SHOWN:
-            out.append(f"  and {len(stalls) - SHOWN} more units")
+        if len(stalls) > PROGRAMS_SHOWN:
+            out.append(f"  and {len(stalls) - PROGRAMS_SHOWN} more units")
         out.append(f"  {STALLS_AVOID}")
         out.append("")
     # A journal directory's problems name their file; an events file's are said of it.
     problems = [problem for d in sources.get("journal_dirs", ()) for problem in d["problems"]]
     problems += [f"{p['path']}: {p['problem']}" for p in (events or {}).get("problems", ())]
     if problems:
-        out.append(f"Not read ({plural(len(problems), 'problem')}; every other file was):")
-        for problem in problems[:SHOWN]:
+        others = "; every other file was" if report.get("read", True) else ""
+        out.append(f"Not read ({plural(len(problems), 'problem')}{others}):")
+        for problem in problems[:PROGRAMS_SHOWN]:
             out.append(f"  {shown(problem)}")
-        if len(problems) > SHOWN:
-            out.append(f"  and {len(problems) - SHOWN} more")
+        if len(problems) > PROGRAMS_SHOWN:
+            out.append(f"  and {len(problems) - PROGRAMS_SHOWN} more")
         out.append("")
     rejected = report.get("rejected") or {}
     if rejected.get("count"):
@@ -318,13 +321,41 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
     return out
 
 
+#: The programs, and the call sites of each, that the fleet's text shows before "and N more": a screen's worth.
+PROGRAMS_SHOWN, CALLS_SHOWN = 5, 3
+
+
+def _most(found: dict[str, int], shown_: int = 2) -> str:
+    """The names of ``found`` (name -> machines) with the most machines, then "and N more"."""
+    names = sorted(found, key=lambda name: (-found[name], name))
+    more = f" and {len(names) - shown_} more" if len(names) > shown_ else ""
+    return ", ".join(shown(name) for name in names[:shown_]) + more
+
+
+def fleet_fix(program: dict[str, Any]) -> list[str]:
+    """The fixes of a program that would raise, on one line (each machine's own report says them in full)."""
+    import json
+
+    if RAISE not in program["under"].values():
+        return []
+    raising = [call for call in program["calls"] if RAISE in (call.get("under") or {}).values()]
+    callers = [
+        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
+    ]
+    ways = [f"secrets.wait_for_system_rng() before {shown(callers[0])}"] if callers else []
+    if program.get("unit"):
+        ways.append("After=systemd-random-seed.service")
+    name = match_name(program)
+    if name is not None:
+        ways.append(f"[[program]] match = {shown(json.dumps(name, ensure_ascii=False))}")
+    return [f"  {'fix':<10} {'; or '.join(ways)}"] if ways else []
+
+
 #: How a unit of the fleet avoids the stall: each machine's own report says it for its units, with the command.
 STALLS_AVOID = (
     "To avoid it: start the unit with `urandom-shim run --policy legacy -- COMMAND`, or set "
     "Environment=PYTHONHASHSEED=0 in it, or give the machines an entropy source (virtio-rng)."
 )
-#: The rows of each list the fleet's text shows before "and N more".
-SHOWN = 10
 
 
 def _spread(found: dict[str, Any]) -> str:
