@@ -179,7 +179,7 @@ def verdict_cell(step: dict[str, Any]) -> str:
     """What the summary table shows of ``urandom-shim report``: the wait it measured and pep522's verdict."""
     report = step.get("report", {})
     waits = [call["waited"] for program in report.get("programs", []) for call in program["calls"]]
-    raises = report.get("verdict", {}).get("pep522", {}).get("raise") or ["none"]
+    raises = named(report.get("verdict", {}).get("pep522", {}).get("raise") or []) or ["none"]
     return f"report: waited {max(waits, default=0.0):.2f} s; under pep522 would raise: {', '.join(raises)}"
 
 
