@@ -289,3 +289,43 @@ def test_a_saved_boot_and_a_fleet_do_not_go_together(tmp_path: Path) -> None:
     for fleet in (["--events", str(tmp_path)], ["--events", str(SAMPLE_EVENTS), "--events", str(SAMPLE_EVENTS)]):
         code, _out, err = report(*fleet, "--journal-file", str(saved))
         assert code == 2 and "--journal-file reads one saved boot" in err, err
+
+
+def test_call_sites_shown_worst_first_and_the_fix_names_the_one_on_most_machines(tmp_path: Path) -> None:
+    """newcomer3's review: over a fleet, the three call sites shown were the earliest, so a program that seeds
+    `random` before its `os.urandom()` showed three harmless sites and hid the one that breaks."""
+    base = early_setup_only()[1]  # its os.urandom(16)
+    harmless = dict(base, call="import random", site="random._inst", would="best-effort")
+    for number in range(1, 4):
+        early = [dict(harmless, caller=f"/usr/local/sbin/early-setup.py:{line}", boot_time=1.0 + line / 100)
+                 for line in (1, 2, 3, 4)]
+        breaks = [dict(base, caller="/usr/local/sbin/early-setup.py:90", boot_time=5.0)]
+        if number == 1:
+            breaks.insert(0, dict(base, caller="/usr/local/sbin/early-setup.py:50", boot_time=4.0))
+        write(tmp_path / f"m{number}.jsonl", [dict(r, **machine(number)) for r in early + breaks])
+    code, out, _err = report("--events", str(tmp_path), "--fail-for", "pep522")
+    assert code == EXIT_PROBLEMS
+    lines = out.splitlines()
+    first = next(i for i, line in enumerate(lines) if line.startswith("early-setup.service:"))
+    assert "early-setup.py:90" in lines[first + 1] and "3 machines" in lines[first + 1], lines[first : first + 8]
+    assert "early-setup.py:50" in lines[first + 3]
+    assert "and 3 more call sites" in out
+    assert "secrets.wait_for_system_rng() before /usr/local/sbin/early-setup.py:90;" in out
+
+
+def test_clean_machines_empty_events_files_pass_with_allow_empty(tmp_path: Path) -> None:
+    """newcomer3's review: the tmpfiles.d snippet creates every machine's events file, so a clean machine's is empty;
+    with --allow-empty (as for one machine's file) it is a boot without events, not a file that could not be read."""
+    (tmp_path / "clean1.jsonl").write_text("")
+    (tmp_path / "clean2.jsonl").write_text("\n\n")
+    assert report("--events", str(tmp_path), "--fail-for", "pep522")[0] == EXIT_NOTHING_READ
+    assert report("--events", str(tmp_path), "--fail-for", "pep522", "--allow-empty")[0] == 0
+    write(tmp_path / "broken.jsonl", [dict(r, **machine(1)) for r in early_setup_only()])
+    assert report("--events", str(tmp_path), "--fail-for", "pep522", "--allow-empty")[0] == EXIT_PROBLEMS
+    (tmp_path / "broken.jsonl").unlink()
+    seeds = dict(early_setup_only()[0], call="import random", site="random._inst", would="best-effort")
+    write(tmp_path / "fine.jsonl", [dict(seeds, **machine(2))])
+    assert report("--events", str(tmp_path), "--fail-for", "pep522", "--allow-empty")[0] == 0
+    assert report("--events", str(tmp_path), "--fail-for", "pep522")[0] == EXIT_NOTHING_READ
+    (tmp_path / "torn.jsonl").write_text('{"v":1,"event"')  # not empty: still a problem, --allow-empty or not
+    assert report("--events", str(tmp_path), "--fail-for", "pep522", "--allow-empty")[0] == EXIT_NOTHING_READ

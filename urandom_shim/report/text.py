@@ -261,23 +261,24 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
         ran_on = [words for words in ran_on if words]
         out.append(f"{shown(program['name'])}: {counted}" + (f"; {'; '.join(ran_on)}" if ran_on else ""))
         table = []
-        for call in program["calls"][:CALLS_SHOWN]:
+        calls = worst_first(program["calls"])
+        for call in calls[:CALLS_SHOWN]:
             done = DONE_SHORT.get(str(call["action"]), str(call["action"]))
             mode = "report-only, " if call["mode"] == "report" else ""
             where = plural(call["machines"], "machine")
             table.append((shown(call["call"]), shown(call["caller"]), where, shown(f"{done} [{mode}{call['policy']}]")))
-        for line, call in zip(rows(table, indent="  "), program["calls"]):
+        for line, call in zip(rows(table, indent="  "), calls):
             out.append(line)
             out.append(f"    would: {would(call)}")
         if len(program["calls"]) > CALLS_SHOWN:
-            out.append(f"  and {len(program['calls']) - CALLS_SHOWN} more call sites")
+            out.append(f"  and {plural(len(program['calls']) - CALLS_SHOWN, 'more call site')}")
         if len(program["calls"]) > 1:  # one call's `would:` line already says it
             under = ", ".join(f"{policy}: {UNDER[found]}" for policy, found in program["under"].items())
             out.append(f"  under      {under}")
         out.extend(fleet_fix(program))
         out.append("")
     if len(programs) > PROGRAMS_SHOWN:
-        out.append(f"and {len(programs) - PROGRAMS_SHOWN} more programs (--json lists them all)")
+        out.append(f"and {plural(len(programs) - PROGRAMS_SHOWN, 'more program')} (--json lists them all)")
         out.append("")
     stalls = fleet["stalls"]
     if stalls:
@@ -332,13 +333,28 @@ def _most(found: dict[str, int], shown_: int = 2) -> str:
     return ", ".join(shown(name) for name in names[:shown_]) + more
 
 
+#: How bad a call site is, worst first: what the fleet's text shows first.
+_SEVERITY = {RAISE: 0, WEAK: 1, WAIT: 2, FINE: 3}
+
+
+def worst_first(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A program's call sites as the fleet's text shows them: the worst first (one that would raise under some
+    policy, then weak bytes, then a wait, then nothing to see), then on the most machines, then in order of first
+    call. The first three shown are then the ones to fix, not merely the earliest."""
+
+    def worst(call: dict[str, Any]) -> int:
+        return min((_SEVERITY.get(found, len(_SEVERITY)) for found in (call.get("under") or {}).values()), default=9)
+
+    return sorted(calls, key=lambda call: (worst(call), -int(call.get("machines") or 0)))
+
+
 def fleet_fix(program: dict[str, Any]) -> list[str]:
     """The fixes of a program that would raise, on one line (each machine's own report says them in full)."""
     import json
 
     if RAISE not in program["under"].values():
         return []
-    raising = [call for call in program["calls"] if RAISE in (call.get("under") or {}).values()]
+    raising = [call for call in worst_first(program["calls"]) if RAISE in (call.get("under") or {}).values()]
     callers = [
         str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
     ]

@@ -248,7 +248,11 @@ def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | 
         if source.get("problems"):
             # Over a fleet, a file that could not be read is a machine whose findings are unknown: the gate can't
             # pass for it, whatever the others say (the machines that were read still fail it, with exit 1).
-            problems = _problems(source)
+            # An empty events file is a machine that wrote nothing (the tmpfiles.d snippet creates the file at
+            # boot): with --allow-empty, as for one machine's file, that is a boot without events.
+            problems = _problems(source, allow_empty=allow_empty)
+            if not problems:
+                continue
             more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
             return name, escaped(f"not in full: {problems[0]}{more}").rstrip("."), False
     if not any(source["read"] for _name, source in asked) and not allow_empty:
@@ -256,9 +260,16 @@ def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | 
     return None
 
 
-def _problems(source: dict[str, Any]) -> list[str]:
-    """A fleet source's problems as lines: a journal directory's name their file; an events file's are said of it."""
-    return [p if isinstance(p, str) else f"{p['path']}: {p['problem']}" for p in source.get("problems") or ()]
+def _problems(source: dict[str, Any], *, allow_empty: bool = False) -> list[str]:
+    """A fleet source's problems as lines: a journal directory's name their file; an events file's are said of it.
+    With ``allow_empty``, an events file that is empty is none."""
+    from .gather import EMPTY_EVENTS_FILE
+
+    return [
+        p if isinstance(p, str) else f"{p['path']}: {p['problem']}"
+        for p in source.get("problems") or ()
+        if not (allow_empty and isinstance(p, dict) and p.get("problem") == EMPTY_EVENTS_FILE)
+    ]
 
 
 def fails(report: dict[str, Any], policy: str) -> bool:
