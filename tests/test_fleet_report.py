@@ -297,8 +297,10 @@ def test_call_sites_shown_worst_first_and_the_fix_names_the_one_on_most_machines
     base = early_setup_only()[1]  # its os.urandom(16)
     harmless = dict(base, call="import random", site="random._inst", would="best-effort")
     for number in range(1, 4):
-        early = [dict(harmless, caller=f"/usr/local/sbin/early-setup.py:{line}", boot_time=1.0 + line / 100)
-                 for line in (1, 2, 3, 4)]
+        early = [
+            dict(harmless, caller=f"/usr/local/sbin/early-setup.py:{line}", boot_time=1.0 + line / 100)
+            for line in (1, 2, 3, 4)
+        ]
         breaks = [dict(base, caller="/usr/local/sbin/early-setup.py:90", boot_time=5.0)]
         if number == 1:
             breaks.insert(0, dict(base, caller="/usr/local/sbin/early-setup.py:50", boot_time=4.0))

@@ -13,7 +13,7 @@ from . import journal as _journal
 from . import kernel_log as _kernel_log
 from . import shim_lines as _shim_lines
 from . import stalls as _stalls
-from .verdict import KNOWN_SITES, verdict
+from .verdict import EMPTY_EVENTS_FILE, KNOWN_SITES, verdict
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -115,8 +115,6 @@ def _json_object(json: Any, text: bytes) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-#: The problem of an events file that holds nothing but blanks.
-EMPTY_EVENTS_FILE = "empty (the shim creates it only to write a record to it)"
 #: Why a line of the events file was skipped.
 NOT_A_RECORD = "not a JSON object"
 #: The fields of a record, and the types each may have (None: the field may be null or absent).

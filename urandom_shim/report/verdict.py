@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 STRONG_SITES = (_policies.URANDOM, _policies.SECRETS)
 #: The sites a record may name: the policy table's, and report mode's explicit wait that nothing would end.
 KNOWN_SITES = (*_policies.SITES, _policies.EXPLICIT_WAIT)
+#: The problem of an events file that holds nothing but blanks (:mod:`.gather` reads it; an empty file of a fleet is
+#: a machine that wrote nothing, which ``--allow-empty`` accepts).
+EMPTY_EVENTS_FILE = "empty (the shim creates it only to write a record to it)"
 #: What one call comes to under a policy, worst last: nothing to see, a wait, weak bytes, an exception.
 FINE, WAIT, WEAK, RAISE = "fine", "wait", "weak", "raise"
 RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
@@ -263,8 +266,6 @@ def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | 
 def _problems(source: dict[str, Any], *, allow_empty: bool = False) -> list[str]:
     """A fleet source's problems as lines: a journal directory's name their file; an events file's are said of it.
     With ``allow_empty``, an events file that is empty is none."""
-    from .gather import EMPTY_EVENTS_FILE
-
     return [
         p if isinstance(p, str) else f"{p['path']}: {p['problem']}"
         for p in source.get("problems") or ()
