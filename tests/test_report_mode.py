@@ -679,6 +679,9 @@ def test_a_record_keeps_the_machines_other_facts_when_one_is_missing_or_odd(
     unshare = shutil.which("unshare")
     if os.geteuid() != 0 or unshare is None:
         pytest.skip("needs root and unshare (util-linux) to mount files over the machine's own, privately")
+    missing = [path for path in ("/etc/machine-id", "/usr/lib/os-release") if not os.path.exists(path)]
+    if missing:  # a chroot of the matrix (sid) has no machine id: there is nothing to mount a test's file over
+        pytest.skip(f"{', '.join(missing)} does not exist here, so no file of the test's can be mounted over it")
     release, machine_file, events = tmp_path / "os-release", tmp_path / "machine-id", tmp_path / "events.jsonl"
     if os_release is None:
         os.mkfifo(release)
