@@ -352,38 +352,22 @@ def _journal_boot(entries: list[dict[str, Any]]) -> tuple[str | None, str | None
 
 
 def _this_boot() -> tuple[str | None, str | None]:
-    """This machine's id and boot id, as journald writes them, or None for each that can't be read."""
-    found = []
-    for path in ("/etc/machine-id", _kernel_log.BOOT_ID):
-        try:
-            text = _journal.read_regular(path, 4096).decode("ascii", "replace").strip().replace("-", "")
-        except OSError:
-            text = ""
-        found.append(text if len(text) == 32 and all(c in "0123456789abcdef" for c in text) else None)
-    return found[0], found[1]
+    """This machine's id and boot id, as the shim's records name them (:func:`urandom_shim._events.machine`)."""
+    found = _events.machine()
+    return found["machine_id"], found["boot_id"]
 
 
 def _journal_facts(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a boot's journal says of it: the kernel's release, whether systemd detected a first boot, when its
-    first entry was written."""
-    import re
+    """What a boot's journal says of it, as a fleet's journal directories are read (:mod:`.journal_facts`): the
+    kernel's release, whether systemd detected a first boot, when its first entry was written."""
+    from . import journal_facts
 
-    facts: dict[str, Any] = {"first_boot": False}
-    for entry in entries:
-        text = _journal.message(entry)
-        if facts.get("kernel") is None and text.startswith("Linux version "):
-            match = re.match(r"Linux version (\S+)", text)
-            facts["kernel"] = match[1] if match else None
-        elif text == FIRST_BOOT:
-            facts["first_boot"] = True
-    stamps = [_journal.field(entry, "__REALTIME_TIMESTAMP") for entry in entries[:1]]
-    if stamps and stamps[0] and stamps[0].isdigit() and len(stamps[0]) < 20:
-        facts["first_seen"] = int(stamps[0])
-    return facts
-
-
-#: What systemd logs on a machine's first boot (no machine id yet): the boot ``ConditionFirstBoot=`` is true in.
-FIRST_BOOT = "Detected first boot."
+    stamps = [journal_facts.realtime(entry) for entry in entries[:1]]
+    return {
+        "kernel": journal_facts.kernel_of(entries),
+        "first_boot": any(journal_facts.first_boot(entry) for entry in entries),
+        "first_seen": stamps[0] if stamps else None,
+    }
 
 
 def _since(when: float | None, start: float) -> float | None:

@@ -172,11 +172,7 @@ def fixes(program: dict[str, Any]) -> list[str]:
     if RAISE not in program["under"].values():
         return []
     hints = []
-    raising = [call for call in program["calls"] if RAISE in (call.get("under") or {}).values()]
-    # A line of a file: a wait can go before it (not `<string>`, `<stdin>`: no file to edit).
-    callers = [
-        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
-    ]
+    callers = raising_lines(program["calls"])
     if callers:
         hints.append(
             f"call secrets.wait_for_system_rng() once before {shown(callers[0])}: it waits for the CRNG under every "
@@ -196,6 +192,15 @@ def fixes(program: dict[str, Any]) -> list[str]:
     for number, hint in enumerate(hints):
         out.append(f"  {'fix' if number == 0 else '':<10} {hint}")
     return out
+
+
+def raising_lines(calls: list[dict[str, Any]]) -> list[str]:
+    """The callers of ``calls`` that would raise under some policy and are a line of a file: a wait can go before
+    them (not `<string>`, `<stdin>`: no file to edit)."""
+    raising = [call for call in calls if RAISE in (call.get("under") or {}).values()]
+    return [
+        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
+    ]
 
 
 def match_name(program: dict[str, Any]) -> str | None:
@@ -354,10 +359,7 @@ def fleet_fix(program: dict[str, Any]) -> list[str]:
 
     if RAISE not in program["under"].values():
         return []
-    raising = [call for call in worst_first(program["calls"]) if RAISE in (call.get("under") or {}).values()]
-    callers = [
-        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
-    ]
+    callers = raising_lines(worst_first(program["calls"]))
     ways = [f"secrets.wait_for_system_rng() before {shown(callers[0])}"] if callers else []
     if program.get("unit"):
         ways.append("After=systemd-random-seed.service")
