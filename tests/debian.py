@@ -19,6 +19,11 @@ from typing import Callable, NoReturn
 import pytest
 
 
+#: Set by debian/rules for the tests a package build runs: they must never change the build host, so what a test
+#: would install from Debian's packages makes it skip instead.
+NO_INSTALL = "URANDOM_SHIM_TEST_NO_INSTALL"
+
+
 class Unavailable(Exception):
     """Something the tests need can't be had on this machine; the message says what and how to fix it."""
 
@@ -69,6 +74,8 @@ def apt_install(package: str, present: Callable[[], bool]) -> None:
     """Install ``package`` (``--no-install-recommends``) unless ``present()``; one apt-get at a time."""
     if present():
         return
+    if os.environ.get(NO_INSTALL, "") not in ("", "0"):
+        raise Unavailable(f"{package} is not installed, and {NO_INSTALL}=1 says not to install it (a package build)")
     if shutil.which("apt-get") is None:
         raise Unavailable(f"{package} is not installed and there is no apt-get to install it")
     with Lock(Path(tempfile.gettempdir()) / "urandom-shim-apt.lock"):
