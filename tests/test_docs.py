@@ -417,6 +417,15 @@ def test_the_cli_reference_has_every_command_with_its_generated_help() -> None:
     assert "```{urandom-shim-help}\n```" in page  # the top-level help
 
 
+def test_the_cli_reference_exit_statuses_are_the_ones_the_command_line_and_its_man_page_use() -> None:
+    # urandom_shim.cli.exits.MEANINGS is the one source: the man page prints it, this page must say the same.
+    from urandom_shim.cli import exits
+
+    rows = _table(DOCS / "reference" / "cli.md", "exit status")
+    page = [(int(cells[0]), re.sub(r"\[([^]]*)\]\([^)]*\)", r"\1", cells[1])) for cells in rows]  # links: their text
+    assert page == list(exits.MEANINGS)
+
+
 def test_status_json_keys_are_the_documented_ones(venvs: Any, python: Path) -> None:
     rows = _table(DOCS / "reference" / "cli.md", "key")
     documented = {name for cells in rows for name in re.findall(r"`(\w+)`", cells[0])}
@@ -511,8 +520,17 @@ def test_every_message_in_the_catalogue_is_on_the_message_page() -> None:
 
 #: The modules whose prose is not messages: the text of the `status`, `check` and `report` reports (documented with
 #: the command line: the facts and text of `status` and `check`, and the whole package `urandom_shim/report/`) and
-#: the policies' one-line summaries. The catalogue itself is the last.
-REPORT_TEXT = ("cli/text.py", "cli/facts.py", "report/", "_policies.py", "_messages.py")
+#: the policies' one-line summaries, the exit statuses' meanings and the man page (the command line's documentation,
+#: checked against docs/reference/cli.md and tests/test_manpage.py). The catalogue itself is the last.
+REPORT_TEXT = (
+    "cli/text.py",
+    "cli/facts.py",
+    "report/",
+    "_policies.py",
+    "cli/exits.py",
+    "cli/manpage.py",
+    "_messages.py",
+)
 
 
 def _is_report_text(path: Path) -> bool:
