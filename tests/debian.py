@@ -18,7 +18,6 @@ from typing import Callable, NoReturn
 
 import pytest
 
-
 #: Set by debian/rules for the tests a package build runs: they must never change the build host, so what a test
 #: would install from Debian's packages makes it skip instead.
 NO_INSTALL = "URANDOM_SHIM_TEST_NO_INSTALL"
