@@ -38,8 +38,9 @@ ROOT = Path(__file__).resolve().parents[2]
 #: What the build host needs beyond debian/control's Build-Depends: build-essential, which dpkg-buildpackage checks
 #: for every package; python3-build for debian/orig-tarball; lintian.
 BUILD_TOOLS = ("build-essential", "python3-build", "lintian")
-#: Per suite: what must come from elsewhere than the release before `apt-get build-dep` (hatchling >= 1.24).
-FROM_BACKPORTS = {"trixie": (), "bookworm": ("python3-hatchling/bookworm-backports",)}
+#: Per suite: hatchling >= 1.24, which debian/orig-tarball needs before `apt-get build-dep` runs; on Debian 12 it
+#: comes from bookworm-backports.
+HATCHLING = {"trixie": ("python3-hatchling",), "bookworm": ("python3-hatchling/bookworm-backports",)}
 #: Debian 13 in every run; Debian 12 with URANDOM_SHIM_BOOT_ALL=1.
 IN_EVERY_RUN = {"trixie"}
 #: Left out of the checkout handed to the build: what a clean clone does not have.
@@ -76,7 +77,7 @@ class Built:
     lintian: str
 
 
-@pytest.fixture(scope="module", params=sorted(FROM_BACKPORTS, reverse=True))
+@pytest.fixture(scope="module", params=sorted(HATCHLING, reverse=True))
 def suite(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -98,7 +99,7 @@ def built(suite: str, tmp_path_factory: pytest.TempPathFactory) -> Built:
         excludes = [f"--exclude=./{pattern}" for pattern in NOT_SOURCE]
         run("sh", "-c", f'tar -C "$1" {" ".join(excludes)} -cf - . | tar -C "$2" -xf -', "sh", str(ROOT), str(checkout))
         inside(tree, "apt-get", "update", "-q")
-        inside(tree, "apt-get", "install", "-y", "-q", "--no-install-recommends", *BUILD_TOOLS, *FROM_BACKPORTS[suite])
+        inside(tree, "apt-get", "install", "-y", "-q", "--no-install-recommends", *BUILD_TOOLS, *HATCHLING[suite])
         # The docs' steps: the orig tarball from the sdist, unpacked, with debian/ put in.
         orig = inside(tree, "sh", "-c", "cd /build/checkout && debian/orig-tarball /build").strip().splitlines()[-1]
         version = re.fullmatch(r"/build/urandom-shim_(.+)\.orig\.tar\.gz", orig)
