@@ -284,3 +284,24 @@ def test_no_module_is_over_500_lines_unless_it_says_why_it_is_one_piece() -> Non
         if text.count("\n") > 500 and ONE_PIECE not in (ast.get_docstring(ast.parse(text)) or ""):
             over.append(f"{path.relative_to(ROOT)}: {text.count(chr(10))} lines")
     assert not over, "over 500 lines, without a docstring line saying why it is one piece:\n" + "\n".join(over)
+
+
+DEBIAN = ROOT / "debian"
+
+
+def test_the_debian_package_is_this_version_and_every_lintian_override_says_why() -> None:
+    # debian/ is in a checkout, not in the sdist (the orig tarball), nor in a package build's source tree's tests.
+    if not (DEBIAN / "changelog").is_file():
+        import pytest
+
+        pytest.skip("no debian/ here: the sdist carries none")
+    from urandom_shim import __version__
+
+    first = (DEBIAN / "changelog").read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith(f"urandom-shim ({__version__}-"), f"debian/changelog packages {first!r}, not {__version__}"
+    assert (DEBIAN / "source" / "format").read_text().strip() == "3.0 (quilt)"
+    for overrides in DEBIAN.glob("*lintian-overrides"):
+        lines = overrides.read_text(encoding="utf-8").splitlines()
+        for number, line in enumerate(lines):
+            if line.strip() and not line.startswith("#"):
+                assert number > 0 and lines[number - 1].startswith("#"), f"{overrides.name}:{number + 1}: no reason"
