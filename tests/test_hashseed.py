@@ -8,6 +8,8 @@ line, exactly as on a real unready machine, and a test can tell a start that wai
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import subprocess
 import time
 from pathlib import Path
@@ -473,3 +475,52 @@ def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(
     assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is False
     (site / "urandom_shim.pth").write_text("import _urandom_shim_boot\n")
     assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is True
+
+# -- the launcher in the Debian package's layout: /usr/bin/urandom-shim, /usr/libexec/urandom-shim/urandom-shim-cli ----
+# However it is started, it finds the entry point there, and never in a directory it was not started from. A stub
+# stands in for the entry point: no interpreter starts.
+
+LAUNCHER = Path(__file__).resolve().parents[1] / "bin" / "urandom-shim"
+
+
+def _executable(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(0o755)
+    return path
+
+
+def _debian_layout(root: Path) -> Path:
+    """root/usr/bin/urandom-shim, and a stub root/usr/libexec/urandom-shim/urandom-shim-cli that says it ran."""
+    launcher = root / "usr" / "bin" / "urandom-shim"
+    launcher.parent.mkdir(parents=True)
+    shutil.copy(LAUNCHER, launcher)
+    launcher.chmod(0o755)
+    _executable(root / "usr" / "libexec" / "urandom-shim" / "urandom-shim-cli", "#!/bin/sh\necho the real cli\n")
+    return launcher
+
+
+def _run(argv: list[str], cwd: Path, path: str) -> subprocess.CompletedProcess[str]:
+    env = {"PATH": path, "LC_ALL": "C"}
+    return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=60)
+
+
+def test_a_symlink_to_the_debian_launcher_finds_the_libexec_entry_point(tmp_path: Path) -> None:
+    launcher = _debian_layout(tmp_path / "root")
+    links = tmp_path / "local bin"  # as /usr/local/bin, ~/bin or an alternatives link
+    links.mkdir()
+    (links / "urandom-shim").symlink_to(launcher)
+    result = _run([str(links / "urandom-shim")], tmp_path, os.environ.get("PATH", "/usr/bin:/bin"))
+    assert result.stdout == "the real cli\n", result.stderr
+
+
+def test_bash_given_the_bare_name_never_runs_an_entry_point_from_the_current_directory(tmp_path: Path) -> None:
+    bash = shutil.which("bash")
+    assert bash is not None
+    launcher = _debian_layout(tmp_path / "root")
+    shared = tmp_path / "shared"  # as /tmp: anyone may put an urandom-shim-cli there
+    _executable(shared / "urandom-shim-cli", "#!/bin/sh\necho planted\n")
+    _executable(shared / ".." / "libexec" / "urandom-shim" / "urandom-shim-cli", "#!/bin/sh\necho planted\n")
+    # `bash urandom-shim`: bash looks the name up in PATH, and $0 is the bare name.
+    result = _run([bash, "urandom-shim"], shared, f"{launcher.parent}:/usr/bin:/bin")
+    assert result.stdout == "the real cli\n", result.stderr
