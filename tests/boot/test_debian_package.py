@@ -41,6 +41,11 @@ BUILD_TOOLS = ("build-essential", "python3-build", "lintian")
 #: Per suite: hatchling >= 1.24, which debian/orig-tarball needs before `apt-get build-dep` runs; on Debian 12 it
 #: comes from bookworm-backports.
 HATCHLING = {"trixie": ("python3-hatchling",), "bookworm": ("python3-hatchling/bookworm-backports",)}
+#: Per suite: what debian/orig-tarball runs under. Debian 12's trove-classifiers predates the project's newest
+#: classifiers, so hatchling's check of them is off there, as the page says (debian/rules does the same for builds).
+ORIG_TARBALL_ENV = {"trixie": "", "bookworm": "HATCH_METADATA_CLASSIFIERS_NO_VERIFY=1 "}
+#: Per suite: lintian tags the page says to expect. Debian 12's lintian knows policy 4.6.2, Debian 13's is 4.7.2.
+LINTIAN_EXPECTED = {"trixie": (), "bookworm": ("newer-standards-version",)}
 #: Debian 13 in every run; Debian 12 with URANDOM_SHIM_BOOT_ALL=1.
 IN_EVERY_RUN = {"trixie"}
 #: Left out of the checkout handed to the build: what a clean clone does not have.
@@ -101,7 +106,8 @@ def built(suite: str, tmp_path_factory: pytest.TempPathFactory) -> Built:
         inside(tree, "apt-get", "update", "-q")
         inside(tree, "apt-get", "install", "-y", "-q", "--no-install-recommends", *BUILD_TOOLS, *HATCHLING[suite])
         # The docs' steps: the orig tarball from the sdist, unpacked, with debian/ put in.
-        orig = inside(tree, "sh", "-c", "cd /build/checkout && debian/orig-tarball /build").strip().splitlines()[-1]
+        make_orig = f"cd /build/checkout && {ORIG_TARBALL_ENV[suite]}debian/orig-tarball /build"
+        orig = inside(tree, "sh", "-c", make_orig).strip().splitlines()[-1]
         version = re.fullmatch(r"/build/urandom-shim_(.+)\.orig\.tar\.gz", orig)
         assert version, orig
         source = f"/build/urandom-shim-{version[1]}"
@@ -142,10 +148,12 @@ def test_the_source_package_builds_from_the_sdist_with_the_tests_run_and_counted
     assert built.nocheck_deb_same, "the nocheck build's .deb differs from the first build's"
 
 
-def test_lintian_reports_no_error_and_no_warning(built: Built) -> None:
+def test_lintian_reports_no_error_and_no_warning(suite: str, built: Built) -> None:
     tags = [line for line in built.lintian.splitlines() if re.match(r"[A-Z]: ", line)]
     assert tags or "exit status 0" in built.lintian, built.lintian
-    assert [tag for tag in tags if tag.startswith(("E: ", "W: "))] == [], built.lintian
+    expected = LINTIAN_EXPECTED[suite]
+    problems = [tag for tag in tags if tag.startswith(("E: ", "W: ")) and not any(f" {t} " in tag for t in expected)]
+    assert problems == [], built.lintian
 
 
 def test_autopkgtest_passes_in_a_clean_root(suite: str, built: Built, tmp_path: Path) -> None:
