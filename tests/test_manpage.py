@@ -182,3 +182,15 @@ def test_roff_escapes_what_troff_would_read_as_a_request_or_an_escape() -> None:
     assert manpage.escape(".pth\n'quoted' a\\b --x") == "\\&.pth\n\\(aqquoted\\(aq a\\eb \\-\\-x"
     assert manpage.prose("`.pth` at the start, and `--x`") == "\\fB.pth\\fR at the start, and \\fB\\-\\-x\\fR"
     assert manpage.prose(".pth") == "\\&.pth"
+
+
+@needs_groff
+def test_the_synopsis_is_not_stretched_to_the_margin(page_file: Path) -> None:
+    # Justified usage lines that wrap read as "urandom-shim   report   [-h]   [--events   PATH]".
+    result = subprocess.run(
+        [GROFF or "groff", "-man", "-Tutf8", "-rLL=80n", str(page_file)], capture_output=True, check=True
+    )
+    text = re.sub(".\x08", "", result.stdout.decode("utf-8"))
+    synopsis = text.split("SYNOPSIS", 1)[1].split("DESCRIPTION", 1)[0]
+    assert "report [-h] [--events PATH]" in synopsis, synopsis
+    assert not re.search(r"\S  +\S", synopsis), synopsis

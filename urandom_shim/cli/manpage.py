@@ -202,11 +202,13 @@ def page() -> str:
         ".SH NAME",
         f"{escape(PROG)} \\- {escape(summary[:1].lower() + summary[1:].rstrip('.'))}",
         ".SH SYNOPSIS",
+        # Left-adjusted: a usage line that wraps must not be stretched to the margin ("report   [-h]   [--events").
+        ".ad l",
         f"\\fB{escape(PROG)}\\fR \\fICOMMAND\\fR [\\fIoptions\\fR]",
     ]
     for sub in subs.values():
         out += [".br", escape(usage(sub))]
-    out += [".SH DESCRIPTION", prose(summary)]
+    out += [".ad b", ".SH DESCRIPTION", prose(summary)]
     for paragraph in DESCRIPTION:
         out += [".PP", prose(paragraph.format(policies=policies, table=_sources.TABLE))]
     out += [".PP", "The commands:"]
