@@ -476,6 +476,7 @@ def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(
     (site / "urandom_shim.pth").write_text("import _urandom_shim_boot\n")
     assert launch.start_without_waiting([str(python), "-c", "pass"], dict(env)) is True
 
+
 # -- the launcher in the Debian package's layout: /usr/bin/urandom-shim, /usr/libexec/urandom-shim/urandom-shim-cli ----
 # However it is started, it finds the entry point there, and never in a directory it was not started from. A stub
 # stands in for the entry point: no interpreter starts.
