@@ -55,12 +55,18 @@ PTH = "/usr/lib/python3/dist-packages/urandom_shim.pth"
 AUTOPKGTESTS = ("command1", "smoke", "pytest-plugin")
 
 
+#: The whole environment of a command in a chroot, as a build daemon gives it: nothing of this test run's own (its
+#: URANDOM_SHIM_TEST_* variables would tell the build's tests they run in the matrix, against an installed wheel).
+CLEAN_ENV = ("PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8")
+
+
 def inside(tree: Path, *command: str, check: bool = True) -> str:
-    """A command in ``tree`` (a chroot), with apt non-interactive; its output, stderr included."""
+    """A command in ``tree`` (a chroot), in a clean environment with apt non-interactive; its output, stderr
+    included."""
     script = 'DEBIAN_FRONTEND=noninteractive; export DEBIAN_FRONTEND; "$@" 2>&1'
     if not check:
         script += '; echo "exit status $?"'
-    return boot_image.chroot(tree, "sh", "-c", script, "sh", *command)
+    return boot_image.chroot(tree, "env", "-i", *CLEAN_ENV, "sh", "-c", script, "sh", *command)
 
 
 def fresh_tree(suite: str, work: Path, name: str) -> Path:
