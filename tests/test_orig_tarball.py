@@ -1,0 +1,165 @@
+"""``debian/orig-tarball``'s own checks: it links the sdist as the orig tarball, never replaces an orig of other bytes,
+reads the upstream version out of any Debian version (an epoch, a revision), says which side to fix when the
+changelog and the sdist disagree, and leaves nothing behind when a signal stops it.
+
+The sdist itself is built by ``python -m build`` in ``tests/run`` and in the Debian package test
+(``tests/boot/test_debian_package.py``). Here ``PYTHON`` names a builder that writes a given tarball where
+``build --outdir`` would, so each check runs in a fraction of a second and on any interpreter of the matrix.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+
+SCRIPT = ROOT / "debian" / "orig-tarball"
+
+BUILDER = """#!/bin/sh
+# Called as: PYTHON -m build --sdist --no-isolation --outdir DIR .
+while [ "$#" -gt 0 ]; do
+    [ "$1" = --outdir ] && out=$2
+    shift
+done
+[ -z "${BUILD_SLEEP:-}" ] || sleep "$BUILD_SLEEP"
+cp "$FAKE_SDIST" "$out/"
+"""
+
+pytestmark = pytest.mark.skipif(not SCRIPT.is_file(), reason="debian/ is not in the sdist; this runs from a checkout")
+
+
+def checkout(tmp_path: Path, changelog_version: str) -> Path:
+    """The files the script reads, as in the top of a checkout, with the newest changelog entry at that version."""
+    top = tmp_path / "checkout"
+    (top / "debian").mkdir(parents=True)
+    shutil.copy(ROOT / "pyproject.toml", top / "pyproject.toml")
+    shutil.copy(SCRIPT, top / "debian" / "orig-tarball")
+    entry = f"urandom-shim ({changelog_version}) unstable; urgency=medium\n\n  * A release.\n"
+    (top / "debian" / "changelog").write_text(entry, encoding="utf-8")
+    return top
+
+
+def sdist(tmp_path: Path, version: str, content: bytes = b"the sdist's bytes") -> Path:
+    path = tmp_path / "sdists" / version / f"urandom_shim-{version}.tar.gz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(content)
+    return path
+
+
+def env_for(tmp_path: Path, tarball: Path, **extra: str) -> dict[str, str]:
+    builder = tmp_path / "builder"
+    builder.write_text(BUILDER, encoding="utf-8")
+    builder.chmod(0o755)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir(exist_ok=True)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHON": str(builder), "FAKE_SDIST": str(tarball)}
+    return {**env, "TMPDIR": str(scratch), **extra}
+
+
+def run(top: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["sh", "debian/orig-tarball", *args], cwd=top, env=env, capture_output=True, text=True, timeout=60
+    )
+
+
+def test_links_the_sdist_as_the_orig_and_a_second_run_of_the_same_bytes_is_fine(tmp_path: Path) -> None:
+    top = checkout(tmp_path, "0.1.0-1")
+    tarball = sdist(tmp_path, "0.1.0")
+    out = tmp_path / "out"
+    env = env_for(tmp_path, tarball)
+    for _ in range(2):
+        done = run(top, env, str(out))
+        assert done.returncode == 0, done.stderr
+        orig = out / "urandom-shim_0.1.0.orig.tar.gz"
+        assert done.stdout.strip() == str(orig)
+        assert orig.read_bytes() == tarball.read_bytes()
+        assert orig.stat().st_ino == (out / tarball.name).stat().st_ino  # one file, two names
+    assert {p.name for p in out.iterdir()} == {tarball.name, "urandom-shim_0.1.0.orig.tar.gz"}
+    assert not list((tmp_path / "tmp").iterdir()), "the work directory was left behind"
+
+
+def test_an_orig_of_other_bytes_is_left_as_it_is(tmp_path: Path) -> None:
+    top = checkout(tmp_path, "0.1.0-1")
+    out = tmp_path / "out"
+    out.mkdir()
+    orig = out / "urandom-shim_0.1.0.orig.tar.gz"
+    orig.write_bytes(b"the tarball 0.1.0-1 was uploaded with")
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(out))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"debian/orig-tarball: {orig} exists and is not the sdist built now; left as it is (remove it to replace it)\n"
+    )
+    assert orig.read_bytes() == b"the tarball 0.1.0-1 was uploaded with"
+    assert [p.name for p in out.iterdir()] == [orig.name]
+
+
+@pytest.mark.parametrize("changelog_version", ["0.1.0-1", "1:0.1.0-1", "0.1.0-1~bpo12+1", "2:0.1.0-0.1"])
+def test_the_orig_is_named_by_the_upstream_version_alone(tmp_path: Path, changelog_version: str) -> None:
+    top = checkout(tmp_path, changelog_version)
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(tmp_path / "out"))
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "out" / "urandom-shim_0.1.0.orig.tar.gz").is_file()
+
+
+def test_a_changelog_behind_the_sdist_asks_for_an_entry(tmp_path: Path) -> None:
+    top = checkout(tmp_path, "0.0.9-1")
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr == (
+        "debian/orig-tarball: the sdist is version 0.1.0, but debian/changelog's newest entry packages 0.0.9: "
+        "add a changelog entry for it (dch -v 0.1.0-1)\n"
+    )
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg compares the two versions; this machine has none")
+def test_a_changelog_ahead_of_the_sdist_says_so_rather_than_ask_for_an_older_entry(tmp_path: Path) -> None:
+    top = checkout(tmp_path, "1:0.2.0-1")
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr == (
+        "debian/orig-tarball: the sdist is version 0.1.0, but debian/changelog's newest entry packages 0.2.0: "
+        "the changelog is ahead: give the project that version (urandom_shim/__init__.py), or build from the "
+        "release the changelog names\n"
+    )
+    assert "dch" not in done.stderr
+
+
+def test_outside_a_checkout_it_says_where_to_run_it(tmp_path: Path) -> None:
+    done = subprocess.run(
+        ["sh", str(SCRIPT)], cwd=tmp_path, env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+        capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert (done.returncode, done.stderr) == (
+        2,
+        "debian/orig-tarball: run it from the top of a urandom-shim checkout\n",
+    )
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+def test_a_signal_leaves_no_work_directory_and_no_orig(tmp_path: Path, signum: signal.Signals) -> None:
+    top = checkout(tmp_path, "0.1.0-1")
+    env = env_for(tmp_path, sdist(tmp_path, "0.1.0"), BUILD_SLEEP="30")
+    out = tmp_path / "out"
+    # Its own process group, signalled whole, as a terminal's ^C or a service manager's stop does: a shell runs its
+    # trap only once the command it waits for has ended.
+    script = subprocess.Popen(["sh", "debian/orig-tarball", str(out)], cwd=top, env=env, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not list((tmp_path / "tmp").iterdir()) and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the script has made its work directory
+        assert list((tmp_path / "tmp").iterdir()), "the script never made its work directory"
+        os.killpg(script.pid, signum)
+        assert script.wait(timeout=30) == 128 + signum
+    finally:
+        if script.poll() is None:
+            os.killpg(script.pid, signal.SIGKILL)
+            script.wait()
+    assert not list((tmp_path / "tmp").iterdir()), "the work directory was left behind"
+    assert not out.exists()
