@@ -163,3 +163,28 @@ def test_a_signal_leaves_no_work_directory_and_no_orig(tmp_path: Path, signum: s
             script.wait()
     assert not list((tmp_path / "tmp").iterdir()), "the work directory was left behind"
     assert not out.exists()
+
+
+def test_names_planted_in_a_shared_directory_are_never_written_through(tmp_path: Path) -> None:
+    """In a directory others can write (``/tmp``), a symlink planted under the sdist's name, or under the name a
+    temporary copy would take, must not make the script write to the file it points at."""
+    top = checkout(tmp_path, "0.1.0-1")
+    out = tmp_path / "shared"
+    out.mkdir()
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"another user's file")
+    (out / "urandom_shim-0.1.0.tar.gz").symlink_to(victim)
+    tarball = sdist(tmp_path, "0.1.0")
+    script = subprocess.Popen(
+        ["sh", "debian/orig-tarball", str(out)], cwd=top, env=env_for(tmp_path, tarball, BUILD_SLEEP="1"),
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    # While it builds, the name a copy made as DIR/.SDIST.PID would take (what the script once used).
+    (out / f".urandom_shim-0.1.0.tar.gz.{script.pid}").symlink_to(victim)
+    stdout, stderr = script.communicate(timeout=60)
+    assert script.returncode == 0, stderr
+    assert victim.read_bytes() == b"another user's file"
+    written = out / "urandom_shim-0.1.0.tar.gz"
+    assert not written.is_symlink() and written.read_bytes() == tarball.read_bytes()
+    assert (written.stat().st_mode & 0o777) == 0o644
+    assert stdout.strip() == str(out / "urandom-shim_0.1.0.orig.tar.gz")
