@@ -118,6 +118,17 @@ def test_a_changelog_behind_the_sdist_asks_for_an_entry(tmp_path: Path) -> None:
     assert not (tmp_path / "out").exists()
 
 
+def test_a_changelog_behind_the_sdist_keeps_its_epoch_in_the_entry_it_asks_for(tmp_path: Path) -> None:
+    """dch refuses a version below the current one, and 0.1.0-1 is below 1:0.0.9-1."""
+    top = checkout(tmp_path, "1:0.0.9-1")
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr == (
+        "debian/orig-tarball: the sdist is version 0.1.0, but debian/changelog's newest entry packages 0.0.9: "
+        "add a changelog entry for it (dch -v 1:0.1.0-1)\n"
+    )
+
+
 @pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg compares the two versions; this machine has none")
 def test_a_changelog_ahead_of_the_sdist_says_so_rather_than_ask_for_an_older_entry(tmp_path: Path) -> None:
     top = checkout(tmp_path, "1:0.2.0-1")
