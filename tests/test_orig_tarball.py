@@ -108,6 +108,8 @@ def test_the_orig_is_named_by_the_upstream_version_alone(tmp_path: Path, changel
 
 
 BEHIND = ("0.0.9-1", "0.0.9", "add a changelog entry for it (dch -v 0.1.0-1)")
+#: dch refuses a version below the newest entry's, and 0.1.0-1 is below 1:0.0.9-1: the entry asked for keeps the epoch.
+BEHIND_WITH_EPOCH = ("1:0.0.9-1", "0.0.9", "add a changelog entry for it (dch -v 1:0.1.0-1)")
 AHEAD = (
     "1:0.2.0-1",
     "0.2.0",
@@ -119,7 +121,11 @@ NO_DPKG = pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg compares
 
 @pytest.mark.parametrize(
     ("changelog_version", "packaged", "fix"),
-    [pytest.param(*BEHIND, id="behind"), pytest.param(*AHEAD, id="ahead", marks=NO_DPKG)],
+    [
+        pytest.param(*BEHIND, id="behind"),
+        pytest.param(*BEHIND_WITH_EPOCH, id="behind-with-epoch"),
+        pytest.param(*AHEAD, id="ahead", marks=NO_DPKG),
+    ],
 )
 def test_a_version_mismatch_names_the_side_to_fix(
     tmp_path: Path, changelog_version: str, packaged: str, fix: str
