@@ -84,19 +84,21 @@ def test_links_the_sdist_as_the_orig_and_a_second_run_of_the_same_bytes_is_fine(
     assert not list((tmp_path / "tmp").iterdir()), "the work directory was left behind"
 
 
-def test_an_orig_of_other_bytes_is_left_as_it_is(tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", ["urandom-shim_0.1.0.orig.tar.gz", "urandom_shim-0.1.0.tar.gz"], ids=["orig", "sdist"])
+def test_an_orig_or_sdist_of_other_bytes_is_left_as_it_is(tmp_path: Path, name: str) -> None:
+    """The orig a version was uploaded with, or the sdist fetched from PyPI (uscan), is never replaced."""
     top = checkout(tmp_path, "0.1.0-1")
     out = tmp_path / "out"
     out.mkdir()
-    orig = out / "urandom-shim_0.1.0.orig.tar.gz"
-    orig.write_bytes(b"the tarball 0.1.0-1 was uploaded with")
+    there = out / name
+    there.write_bytes(b"the tarball 0.1.0-1 was uploaded with")
     done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(out))
     assert done.returncode == 1
     assert done.stderr == (
-        f"debian/orig-tarball: {orig} exists and is not the sdist built now; left as it is (remove it to replace it)\n"
+        f"debian/orig-tarball: {there} exists and is not the sdist built now; left as it is (remove it to replace it)\n"
     )
-    assert orig.read_bytes() == b"the tarball 0.1.0-1 was uploaded with"
-    assert [p.name for p in out.iterdir()] == [orig.name]
+    assert there.read_bytes() == b"the tarball 0.1.0-1 was uploaded with"
+    assert [p.name for p in out.iterdir()] == [name]
 
 
 @pytest.mark.parametrize("changelog_version", ["0.1.0-1", "1:0.1.0-1", "0.1.0-1~bpo12+1", "2:0.1.0-0.1"])
@@ -115,6 +117,13 @@ AHEAD = (
     "0.2.0",
     "the changelog is ahead: give the project that version (urandom_shim/__init__.py), or build from the release "
     "the changelog names",
+)
+#: Without dpkg to compare them, the message gives both fixes.
+EITHER = (
+    "0.2.0-1",
+    "0.2.0",
+    "if the project moved on, add a changelog entry for it (dch -v 0.1.0-1); if the changelog is ahead, give the "
+    "project that version (urandom_shim/__init__.py), or build from the release the changelog names",
 )
 NO_DPKG = pytest.mark.skipif(shutil.which("dpkg") is None, reason="dpkg compares the two versions; none here")
 
@@ -138,6 +147,23 @@ def test_a_version_mismatch_names_the_side_to_fix(
         f"{fix}\n"
     )
     assert not (tmp_path / "out").exists()
+
+
+def test_without_dpkg_a_version_mismatch_gives_both_fixes(tmp_path: Path) -> None:
+    tools = tmp_path / "tools"  # every command the script and the builder run, and no dpkg
+    tools.mkdir()
+    for tool in ("sh", "mktemp", "rm", "sed", "cat", "cmp", "mkdir", "cp", "chmod", "mv", "ln", "sleep"):
+        found = shutil.which(tool)
+        assert found, tool
+        (tools / tool).symlink_to(found)
+    top = checkout(tmp_path, EITHER[0])
+    env = {**env_for(tmp_path, sdist(tmp_path, "0.1.0")), "PATH": str(tools)}
+    done = run(top, env, str(tmp_path / "out"))
+    assert done.returncode == 1
+    assert done.stderr == (
+        f"debian/orig-tarball: the sdist is version 0.1.0, but debian/changelog's newest entry packages {EITHER[1]}: "
+        f"{EITHER[2]}\n"
+    )
 
 
 def test_outside_a_checkout_it_says_where_to_run_it(tmp_path: Path) -> None:
@@ -180,19 +206,23 @@ def test_names_planted_in_a_shared_directory_are_never_written_through(tmp_path:
     top = checkout(tmp_path, "0.1.0-1")
     out = tmp_path / "shared"
     out.mkdir()
-    victim = tmp_path / "victim"
-    victim.write_bytes(b"another user's file")
-    (out / "urandom_shim-0.1.0.tar.gz").symlink_to(victim)
     tarball = sdist(tmp_path, "0.1.0")
+    victim = tmp_path / "victim"
+    victim.write_bytes(tarball.read_bytes())  # the same bytes, or the script refuses to replace the name (above)
+    victim.chmod(0o444)
+    (out / "urandom_shim-0.1.0.tar.gz").symlink_to(victim)
+    other = tmp_path / "other-victim"
+    other.write_bytes(b"another user's file")
     script = subprocess.Popen(
         ["sh", "debian/orig-tarball", str(out)], cwd=top, env=env_for(tmp_path, tarball, BUILD_SLEEP="1"),
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     # While it builds, the name a copy made as DIR/.SDIST.PID would take (what the script once used).
-    (out / f".urandom_shim-0.1.0.tar.gz.{script.pid}").symlink_to(victim)
+    (out / f".urandom_shim-0.1.0.tar.gz.{script.pid}").symlink_to(other)
     stdout, stderr = script.communicate(timeout=60)
     assert script.returncode == 0, stderr
-    assert victim.read_bytes() == b"another user's file"
+    assert other.read_bytes() == b"another user's file"
+    assert victim.read_bytes() == tarball.read_bytes() and (victim.stat().st_mode & 0o777) == 0o444
     written = out / "urandom_shim-0.1.0.tar.gz"
     assert not written.is_symlink() and written.read_bytes() == tarball.read_bytes()
     assert (written.stat().st_mode & 0o777) == 0o644
