@@ -312,7 +312,10 @@ def test_the_debian_package_is_this_version_and_every_lintian_override_says_why(
     from urandom_shim import __version__
 
     first = (DEBIAN / "changelog").read_text(encoding="utf-8").splitlines()[0]
-    assert first.startswith(f"urandom-shim ({__version__}-"), f"debian/changelog packages {first!r}, not {__version__}"
+    # [EPOCH:]UPSTREAM-REVISION, as debian/orig-tarball reads it.
+    packaged = first.split("(", 1)[1].split(")", 1)[0] if first.startswith("urandom-shim (") else ""
+    upstream = packaged.split(":", 1)[-1].rpartition("-")[0]
+    assert upstream == __version__, f"debian/changelog packages {first!r}, not {__version__}"
     assert (DEBIAN / "source" / "format").read_text().strip() == "3.0 (quilt)"
     for overrides in DEBIAN.glob("*lintian-overrides"):
         lines = overrides.read_text(encoding="utf-8").splitlines()
