@@ -370,3 +370,21 @@ def test_an_editable_install_gets_the_checkouts_table_from_any_directory_whateve
         report = json.loads(done.stdout)
         assert (report["policy"], report["policy_source"]) == ("pep522", pyproject), (target, report)
         assert str(package) in report["project_rule"], (target, report["project_rule"])
+
+
+@pytest.mark.lengthy  # a venv of its own for each of uv's link modes
+@pytest.mark.parametrize("link_mode", ["copy", "hardlink", "symlink"])
+def test_the_command_line_starts_however_uv_links_the_wheel_in(
+    python: Path, wheel: Path, tmp_path: Path, link_mode: str
+) -> None:
+    """uv's ``--link-mode=symlink`` makes ``bin/urandom-shim`` a symlink into uv's cache, and writes
+    ``urandom-shim-cli`` beside the link, not beside the target: the launcher looks beside the name it was started
+    by before it follows the link."""
+    venv = make_venv(python, tmp_path / "venv", None)
+    install(venv, "uv", f"--link-mode={link_mode}", "--cache-dir", str(tmp_path / "uv-cache"), str(wheel))
+    launcher = venv.path / "bin" / "urandom-shim"
+    assert launcher.is_symlink() == (link_mode == "symlink"), os.path.realpath(launcher)
+    done = subprocess.run(
+        [str(launcher), "--version"], capture_output=True, text=True, env=clean_env(), cwd=tmp_path, timeout=60
+    )
+    assert done.returncode == 0 and done.stdout.startswith("urandom-shim "), done.stdout + done.stderr

@@ -525,3 +525,47 @@ def test_bash_given_the_bare_name_never_runs_an_entry_point_from_the_current_dir
     # `bash urandom-shim`: bash looks the name up in PATH, and $0 is the bare name.
     result = _run([bash, "urandom-shim"], shared, f"{launcher.parent}:/usr/bin:/bin")
     assert result.stdout == "the real cli\n", result.stderr
+
+
+def _planted(shared: Path) -> None:
+    _executable(shared / "urandom-shim-cli", "#!/bin/sh\necho planted\n")
+    _executable(shared / "libexec" / "urandom-shim" / "urandom-shim-cli", "#!/bin/sh\necho planted\n")
+
+
+def test_a_symlink_in_a_sticky_directory_never_runs_an_entry_point_planted_beside_it(tmp_path: Path) -> None:
+    """The user's own symlink in /tmp (or in a directory of theirs there): others cannot touch the link, but may put an
+    urandom-shim-cli beside it, or a libexec/urandom-shim/ in /tmp itself. Only the target's directory counts."""
+    launcher = _debian_layout(tmp_path / "root")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    _planted(shared)
+    (shared / "urandom-shim").symlink_to(launcher)
+    (shared / "mine").mkdir()
+    (shared / "mine" / "urandom-shim").symlink_to(launcher)
+    for link in (shared / "urandom-shim", shared / "mine" / "urandom-shim"):
+        result = _run([str(link)], tmp_path, os.environ.get("PATH", "/usr/bin:/bin"))
+        assert result.stdout == "the real cli\n", (link, result.stderr)
+        result = _run(["sh", link.name], link.parent, os.environ.get("PATH", "/usr/bin:/bin"))
+        assert result.stdout == "the real cli\n", (link, result.stderr)
+
+
+def test_a_copy_with_no_entry_point_but_a_planted_one_says_so_and_runs_nothing(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    _planted(shared)
+    for copy in (shared / "urandom-shim", shared / "mine" / "urandom-shim"):
+        copy.parent.mkdir(exist_ok=True)
+        shutil.copy(LAUNCHER, copy)
+        result = _run(["sh", str(copy)], tmp_path, "/usr/bin:/bin")
+        assert (result.returncode, result.stdout) == (127, ""), result.stderr
+        assert result.stderr.startswith(f"urandom-shim: found no urandom-shim-cli beside {copy} ")
+
+
+def test_a_relative_directory_that_starts_with_a_dash_reaches_the_entry_point_as_a_path(tmp_path: Path) -> None:
+    """`sh -- -d/urandom-shim`: a #! entry point is handed its path, and python read `-d/...` as its options."""
+    _executable(tmp_path / "-d" / "urandom-shim-cli", '#!/bin/sh\necho "the real cli as $0"\n')
+    shutil.copy(LAUNCHER, tmp_path / "-d" / "urandom-shim")
+    result = _run(["sh", "--", "-d/urandom-shim"], tmp_path, "/usr/bin:/bin")
+    assert result.stdout == "the real cli as ./-d/urandom-shim-cli\n", result.stderr

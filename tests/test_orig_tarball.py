@@ -27,6 +27,7 @@ while [ "$#" -gt 0 ]; do
     [ "$1" = --outdir ] && out=$2
     shift
 done
+[ -z "${BUILD_TEMP:-}" ] || mktemp >/dev/null  # as hatchling, which writes the sdist to a temporary name first
 [ -z "${BUILD_SLEEP:-}" ] || sleep "$BUILD_SLEEP"
 cp "$FAKE_SDIST" "$out/"
 """
@@ -180,15 +181,15 @@ def test_outside_a_checkout_it_says_where_to_run_it(tmp_path: Path) -> None:
 @pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
 def test_a_signal_leaves_no_work_directory_and_no_orig(tmp_path: Path, signum: signal.Signals) -> None:
     top = checkout(tmp_path, "0.1.0-1")
-    env = env_for(tmp_path, sdist(tmp_path, "0.1.0"), BUILD_SLEEP="30")
+    env = env_for(tmp_path, sdist(tmp_path, "0.1.0"), BUILD_SLEEP="30", BUILD_TEMP="1")
     out = tmp_path / "out"
     # Its own process group, signalled whole, as a terminal's ^C or a service manager's stop does: a shell runs its
     # trap only once the command it waits for has ended.
     script = subprocess.Popen(["sh", "debian/orig-tarball", str(out)], cwd=top, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
-        while not list((tmp_path / "tmp").iterdir()) and time.monotonic() < deadline:
-            time.sleep(0.02)  # until the script has made its work directory
+        while not list((tmp_path / "tmp").glob("*/tmp.*")) and time.monotonic() < deadline:
+            time.sleep(0.02)  # until the builder has made its temporary file
         assert list((tmp_path / "tmp").iterdir()), "the script never made its work directory"
         os.killpg(script.pid, signum)
         assert script.wait(timeout=30) == 128 + signum
@@ -227,3 +228,38 @@ def test_names_planted_in_a_shared_directory_are_never_written_through(tmp_path:
     assert not written.is_symlink() and written.read_bytes() == tarball.read_bytes()
     assert (written.stat().st_mode & 0o777) == 0o644
     assert stdout.strip() == str(out / "urandom-shim_0.1.0.orig.tar.gz")
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("urandom_shim-0.1.0.tar.gz", "symlink to a directory"),
+        ("urandom-shim_0.1.0.orig.tar.gz", "symlink to a directory"),
+        ("urandom_shim-0.1.0.tar.gz", "directory"),
+        ("urandom-shim_0.1.0.orig.tar.gz", "fifo"),
+    ],
+)
+def test_a_name_planted_as_no_file_is_left_as_it_is_and_nothing_goes_into_it(
+    tmp_path: Path, name: str, kind: str
+) -> None:
+    """A symlink to a directory under the sdist's name once had mv move the copy into that directory, and ln link
+    the orig name to the symlink (the orig became whatever the planter later put there); a FIFO hung cmp."""
+    top = checkout(tmp_path, "0.1.0-1")
+    out = tmp_path / "shared"
+    out.mkdir()
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    planted = out / name
+    if kind == "symlink to a directory":
+        planted.symlink_to(theirs)
+    elif kind == "directory":
+        planted.mkdir()
+    else:
+        os.mkfifo(planted)
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(out))
+    assert (done.returncode, done.stderr) == (
+        1,
+        f"debian/orig-tarball: {planted} exists and is not a file; left as it is (remove it to make the orig tarball)\n",
+    )
+    assert [p.name for p in out.iterdir()] == [name]
+    assert not list(theirs.iterdir()) and (kind != "directory" or not list(planted.iterdir()))
