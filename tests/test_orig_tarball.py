@@ -184,8 +184,10 @@ def test_a_signal_leaves_no_work_directory_and_no_orig(tmp_path: Path, signum: s
     env = env_for(tmp_path, sdist(tmp_path, "0.1.0"), BUILD_SLEEP="30", BUILD_TEMP="1")
     out = tmp_path / "out"
     # Its own process group, signalled whole, as a terminal's ^C or a service manager's stop does: a shell runs its
-    # trap only once the command it waits for has ended.
-    script = subprocess.Popen(["sh", "debian/orig-tarball", str(out)], cwd=top, env=env, start_new_session=True)
+    # trap only once the command it waits for has ended. With the three signals at their defaults: a shell can't trap
+    # a signal ignored when it started, and a test runner under nohup (as CI may be) ignores HUP.
+    command = ["env", "--default-signal=HUP,INT,TERM", "sh", "debian/orig-tarball", str(out)]
+    script = subprocess.Popen(command, cwd=top, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
         while not list((tmp_path / "tmp").glob("*/tmp.*")) and time.monotonic() < deadline:
