@@ -569,3 +569,41 @@ def test_a_relative_directory_that_starts_with_a_dash_reaches_the_entry_point_as
     shutil.copy(LAUNCHER, tmp_path / "-d" / "urandom-shim")
     result = _run(["sh", "--", "-d/urandom-shim"], tmp_path, "/usr/bin:/bin")
     assert result.stdout == "the real cli as ./-d/urandom-shim-cli\n", result.stderr
+
+
+def test_bash_given_the_bare_name_trusts_the_file_it_opened_over_a_name_planted_since(tmp_path: Path) -> None:
+    """`bash urandom-shim` in /tmp: bash found the launcher in PATH, then someone made ./urandom-shim a symlink to a
+    directory of theirs with an urandom-shim-cli. Sourcing sets the scene without the race: $0 is the bare name and
+    BASH_SOURCE the file bash opened, as when bash found it in PATH."""
+    bash = shutil.which("bash")
+    assert bash is not None
+    launcher = _debian_layout(tmp_path / "root")
+    theirs = tmp_path / "theirs"
+    _executable(theirs / "urandom-shim-cli", "#!/bin/sh\necho planted\n")
+    shutil.copy(LAUNCHER, theirs / "urandom-shim")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    (shared / "urandom-shim").symlink_to(theirs / "urandom-shim")
+    result = _run([bash, "-c", '. "$1"', "urandom-shim", str(launcher)], shared, "/usr/bin:/bin")
+    assert result.stdout == "the real cli\n", result.stderr
+
+
+def test_a_symlink_to_a_link_finds_the_entry_point_beside_the_middle_link(tmp_path: Path) -> None:
+    """`ln -s VENV/bin/urandom-shim ~/bin/` where uv --link-mode=symlink made VENV/bin/urandom-shim a link into its
+    cache: urandom-shim-cli is beside neither the first link nor the end of the chain, but beside the middle one."""
+    cached = tmp_path / "cache" / "scripts" / "urandom-shim"
+    cached.parent.mkdir(parents=True)
+    shutil.copy(LAUNCHER, cached)
+    cached.chmod(0o755)
+    venv_bin = tmp_path / "venv" / "bin"
+    venv_bin.mkdir(parents=True)
+    (venv_bin / "urandom-shim").symlink_to(cached)
+    _executable(venv_bin / "urandom-shim-cli", "#!/bin/sh\necho the real cli\n")
+    links = tmp_path / "home" / "bin"
+    links.mkdir(parents=True)
+    (links / "absolute").symlink_to(venv_bin / "urandom-shim")
+    (links / "relative").symlink_to(Path("..", "..", "venv", "bin", "urandom-shim"))
+    for name in ("absolute", "relative"):
+        result = _run([str(links / name)], tmp_path, os.environ.get("PATH", "/usr/bin:/bin"))
+        assert result.stdout == "the real cli\n", (name, result.stderr)

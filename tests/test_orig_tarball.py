@@ -265,3 +265,27 @@ def test_a_name_planted_as_no_file_is_left_as_it_is_and_nothing_goes_into_it(
     )
     assert [p.name for p in out.iterdir()] == [name]
     assert not list(theirs.iterdir()) and (kind != "directory" or not list(planted.iterdir()))
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a directory of another user's (nobody's)")
+@pytest.mark.parametrize("how", ["directory", "symlink"])
+def test_a_dir_in_a_sticky_directory_that_another_user_made_first_is_refused(tmp_path: Path, how: str) -> None:
+    """`debian/orig-tarball /tmp/debs`: anyone could have made /tmp/debs (or a link there to a directory of theirs)
+    first, and swap the tarballs in it for theirs after the script put them there."""
+    top = checkout(tmp_path, "0.1.0-1")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    out = shared / "debs"
+    if how == "directory":
+        theirs.rename(out)
+    else:
+        out.symlink_to(theirs)
+        os.lchown(out, 65534, 65534)
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(out) + "/")
+    assert done.returncode == 1
+    assert "another user's" in done.stderr
+    assert list(out.iterdir()) == []
