@@ -260,10 +260,11 @@ def test_what_another_writer_left_before_a_record_on_its_line_cant_hide_or_alter
     """A record that an older shim (no newline before it) appended to a line another writer left unfinished is
     still read, exactly as written, whatever that writer left: no prefix makes more of the line parse."""
     record = sample_records()[index]
-    line = prefix.replace("\n", " ").replace("\r", " ").encode("utf-8", "replace") + _events.dumps(record).encode()
+    written = prefix.replace("\n", " ").replace("\r", " ")  # what the other writer left on the record's line
+    line = written.encode("utf-8", "replace") + _events.dumps(record).encode()
     found, skipped = gather.parse_records(b"\n" + line + b"\n\n")
     assert found == [record], (prefix, found)
-    assert skipped == (0 if prefix.strip(" \t") == "" else 1), prefix
+    assert skipped == (0 if written.strip(" \t") == "" else 1), prefix
 
 
 def test_a_line_of_many_record_starts_is_read_in_bounded_time(tmp_path: Path) -> None:
