@@ -372,7 +372,7 @@ def test_an_editable_install_gets_the_checkouts_table_from_any_directory_whateve
         assert str(package) in report["project_rule"], (target, report["project_rule"])
 
 
-@pytest.mark.lengthy  # a venv of its own for each of uv's link modes
+@pytest.mark.slow  # a venv of its own for each of uv's link modes; the launcher is sh, whatever the Python
 @pytest.mark.parametrize("link_mode", ["copy", "hardlink", "symlink"])
 def test_the_command_line_starts_however_uv_links_the_wheel_in(
     python: Path, wheel: Path, tmp_path: Path, link_mode: str
