@@ -245,16 +245,17 @@ def test_report_skips_what_is_not_an_event_and_says_so(tmp_path: Path, capsys: p
     assert "No program asked" not in text
 
 
-def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_gives_no_hash_seed_in_report_mode(
+    shim: Venv, fake_kernel: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from urandom_shim.cli import launch
 
     monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
-    # run's bootstrap, as a wheel ships it: without it, nothing would start in this interpreter to take a seed out
-    monkeypatch.setattr(launch, "bootstrap_directory", lambda: "/nonexistent/_bootstrap")
-    env = {"URANDOM_POLICY": "legacy", "PATH": os.environ.get("PATH", "")}
-    python = os.path.realpath(sys.executable)  # an interpreter itself, as `run` must see to give a seed at all
-    assert launch.start_without_waiting([python, "x.py"], dict(env)) is True  # the control: legacy gets one
-    assert launch.start_without_waiting([python, "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
+    flag = tmp_path / "kernel-unready"  # run asks the program's interpreter, whose shim must find it unready too
+    flag.touch()
+    env = {**clean_env(fake_kernel.env(flag)), "URANDOM_POLICY": "legacy"}
+    assert launch.start_without_waiting([str(shim.python), "x.py"], dict(env)) is True  # the control: legacy gets one
+    assert launch.start_without_waiting([str(shim.python), "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
 
 
 # -- real interpreters ------------------------------------------------------------------------------------------------

@@ -332,14 +332,33 @@ RUN_NO_SEED = (
     "{subcommand}: {command} gets no hash seed, so its start may wait for the kernel's random number generator "
     "(about a second on Linux 5.18+): {reason}."
 )
-RUN_MODULE_NOT_FOUND = (
-    "{module} is not in a directory on the sys.path of {interpreter} (an import hook or a .pth import line may load "
-    "it), so the configuration it will resolve can't be known before it starts; install it in that environment, or "
-    "put its directory on PYTHONPATH"
-)
 RUN_TARGET_SILENT = (
-    "{interpreter} did not say which Python it is and where its library is ({reason}), so the configuration it "
-    "will resolve can't be known before it starts"
+    "{interpreter} did not answer when asked what its program will resolve ({reason}), so whether that program "
+    "allows weak bytes can't be known before it starts"
+)
+RUN_TARGET_FAILED = "its shim could not resolve the program's settings ({error}); that start will say why"
+RUN_OPTION_UNKNOWN = (
+    "run does not know the interpreter option {option!r}, so it can't tell what that interpreter will do with a seed"
+)
+RUN_NO_SITE = (
+    "-S runs no site, so no shim starts there to take the seed out of its environment, and its children would "
+    "inherit it"
+)
+RUN_IGNORES_ENVIRONMENT = (
+    "{option} makes it ignore PYTHON* variables, the seed among them, and pass them on to its children"
+)
+RUN_OLD_PYTHON = (
+    "it is Python {version}, where no shim starts to take the seed out of its environment, so its children would "
+    "inherit it"
+)
+RUN_NO_SHIM_THERE = (
+    "neither run's bootstrap nor an installed urandom-shim starts in that interpreter, so nothing would take the "
+    "seed out of its environment"
+)
+RUN_SHIM_SILENT = "its shim started but did not answer what the program will resolve"
+RUN_BAD_ENVIRONMENT = (
+    "the environment holds an entry with {what} ({entry!r}), which no program can be given; start "
+    "{subcommand} from an environment without it (env -i NAME=VALUE ... urandom-shim {subcommand} ...)"
 )
 
 
