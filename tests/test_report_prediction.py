@@ -26,9 +26,7 @@ import os
 import subprocess
 import textwrap
 import threading
-import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 from conftest import FakeKernel, Venv, clean_env, is_pypy
