@@ -494,12 +494,14 @@ def describe(event: "dict[str, Any]") -> str:
     """The event as one line on stderr (without the ``urandom-shim:`` prefix, which :func:`_messages.emit` adds).
     A line that would be longer than :data:`_messages.MAX_LINE` has its caller and policy source shortened in their
     middle (a path keeps its file name and line), never cut off at the end: the line still says everything."""
-    text = _describe(event, event["caller"], event.get("policy_source") or "")
+    printable = _messages.printable
+    caller, source = printable(event["caller"]), printable(event.get("policy_source") or "")
+    text = _describe({**event, "call": printable(event["call"])}, caller, source)
     over = len(text) - (_messages.MAX_LINE - len(_messages.PREFIX))
     if over > 0:
-        caller, source = event["caller"], event.get("policy_source") or ""
         cut = min(max(0, len(caller) - 40), over)
-        text = _describe(event, _middle(caller, len(caller) - cut), _middle(source, len(source) - (over - cut)))
+        caller, source = _middle(caller, len(caller) - cut), _middle(source, len(source) - (over - cut))
+        text = _describe({**event, "call": printable(event["call"])}, caller, source)
     return text
 
 

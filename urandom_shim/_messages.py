@@ -21,11 +21,17 @@ MAX_LINE = 1000
 MAX_LINES = 10
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (a newline, a terminal escape) written as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def line(text: str) -> str:
     """``text`` as one ``urandom-shim:`` line: one line, no terminal escape sequences and at most :data:`MAX_LINE`
     characters, whatever a value or a path in it holds."""
-    if not text.isprintable():
-        text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    text = printable(text)
     if len(text) > MAX_LINE - len(PREFIX):
         text = text[: MAX_LINE - len(PREFIX) - 1] + "…"
     return PREFIX + text
