@@ -51,6 +51,8 @@ EARLY_CALL: dict[str, Any] = {
     "would": "raise",
     "waited": 1.05,
     "simulated": None,
+    "under": {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"},
+    "timeout": None,
 }
 EARLY_REPEAT: dict[str, Any] = {**EARLY_CALL, "event": "repeat", "boot_time": 17.53, "count": 3}
 
@@ -94,6 +96,8 @@ def an_event(**fields: Any) -> dict[str, Any]:
         "policy": "pep524",
         "policy_source": "/etc/urandom-shim.toml [[program]] match = 'cloud-*'",
         "would": "wait",
+        "under": {"native": "wait", "pep524": "wait-then-raise", "pep522": "raise", "legacy": "wait-then-weak"},
+        "timeout": 2.5,
     }
     event.update(fields)
     return event
@@ -119,6 +123,9 @@ def parsed_fields(event: dict[str, Any]) -> dict[str, Any]:
         "policy": event["policy"],
         "policy_source": event["policy_source"],
         "would": event["would"] if event["mode"] == "report" else shim_lines.WOULD_OF_ACTION[event["action"]],
+        "under": event["under"],
+        # The line names a timeout only where a policy's wait ends in it.
+        "timeout": event["timeout"] if any(o.startswith("wait-then") for o in event["under"].values()) else None,
     }
 
 
@@ -284,8 +291,12 @@ def test_the_parser_follows_the_templates_wording(monkeypatch: pytest.MonkeyPatc
     before = _events.describe(an_event())
     monkeypatch.setattr(_messages, "EVENT_WHERE", "{call} by {caller}, the CRNG unready{simulated}, at {boot_time:.2f}")
     monkeypatch.setattr(_messages, "EVENT_SIMULATED", " [simulated]")
-    monkeypatch.setattr(_messages, "EVENT_ENFORCED", "{where} -> {done} ({policy} from {source})")
-    monkeypatch.setattr(_messages, "EVENT_REPORT_ONLY", "report: {where} -> {done}; {policy} ({source}) would {would}")
+    monkeypatch.setattr(_messages, "EVENT_ENFORCED", "{where} -> {done} ({policy} from {source}) {under}")
+    monkeypatch.setattr(
+        _messages, "EVENT_REPORT_ONLY", "report: {where} -> {done}; {policy} ({source}) would {would} {under}"
+    )
+    monkeypatch.setattr(_messages, "EVENT_UNDER", "[{outcomes}]")
+    monkeypatch.setitem(_messages.OUTCOME_PHRASES, "wait-then-raise", "raises at {timeout:g} s")
     monkeypatch.setattr(_messages, "EVENT_REPEAT", "{where} x{count}")
     monkeypatch.setitem(_events.DONE, _events.WAITED, "waited for {waited:.2f} seconds")
     monkeypatch.setitem(_events.WOULD, "raise", "raised an error")

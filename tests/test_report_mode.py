@@ -182,7 +182,8 @@ def test_event_lines_carry_no_control_characters_from_argv_or_paths() -> None:
     event = {
         "event": "call", "call": "os.urandom(16)", "caller": "/srv/\x1b[2Jevil\n.py:3", "boot_time": 1.5,
         "simulated": None, "mode": "enforce", "action": "raised", "waited": 0.0, "policy": "pep522",
-        "policy_source": "environment variable URANDOM_POLICY", "would": "raise",
+        "policy_source": "environment variable URANDOM_POLICY", "would": "raise", "timeout": None,
+        "under": {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"},
     }  # fmt: skip
     shown = line(_events.describe(event))
     assert shown.isprintable() and "\\x1b[2Jevil\\n.py:3" in shown, shown
@@ -578,7 +579,8 @@ def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(
 MACHINE_FIELDS = ["machine_id", "boot_id", "hostname", "image", "kernel", "first_boot"]
 #: Every field of a call record, in the order the shim writes them: ``v`` first, the machine's after the program's.
 RECORD_KEYS = ["v", "event", "boot_time", "pid", "argv", "program", "unit", *MACHINE_FIELDS, "call", "site", "caller",
-               "policy", "policy_source", "mode", "action", "would", "waited", "simulated"]  # fmt: skip
+               "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "under", "window",
+               "timeout", "on_timeout", "seed_random_instances", "floor", "interpreter"]  # fmt: skip
 
 
 def os_release_image(text: str) -> str | None:

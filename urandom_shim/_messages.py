@@ -21,11 +21,17 @@ MAX_LINE = 1000
 MAX_LINES = 10
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (a newline, a terminal escape) written as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def line(text: str) -> str:
     """``text`` as one ``urandom-shim:`` line: one line, no terminal escape sequences and at most :data:`MAX_LINE`
     characters, whatever a value or a path in it holds."""
-    if not text.isprintable():
-        text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    text = printable(text)
     if len(text) > MAX_LINE - len(PREFIX):
         text = text[: MAX_LINE - len(PREFIX) - 1] + "…"
     return PREFIX + text
@@ -137,6 +143,12 @@ FLOOR_NOT_A_BOOLEAN = (
 LEGACY_BELOW_FLOOR = (
     "policy 'legacy' from {policy_source} is below the floor set by {floor}, which forbids weak bytes; using "
     "'pep524' instead."
+)
+#: The source of the policy a floor gives PyPy in place of 'native' (status and check show it; nothing is printed at
+#: start, as nothing is wrong with the configuration).
+NATIVE_LIFTED_ON_PYPY = (
+    "{floor}, instead of 'native' from {policy_source}: PyPy's own os.urandom() reads /dev/urandom, which does not "
+    "wait for the CRNG"
 )
 FALLBACK_BELOW_FLOOR = (
     "on_timeout 'fallback' from {on_timeout_source} is below the floor set by {floor}, which forbids weak bytes; "
@@ -422,8 +434,19 @@ ALIAS_SCAN_FAILED = "could not check module {module!r} for aliases of os.urandom
 
 EVENT_WHERE = "{call} called from {caller} before the kernel CRNG was ready{simulated}, {boot_time:.2f} s after boot"
 EVENT_SIMULATED = " (simulated)"
-EVENT_ENFORCED = "{where}: {done} under policy '{policy}' (from {source})."
-EVENT_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}."
+EVENT_ENFORCED = "{where}: {done} under policy '{policy}' (from {source}); {under}."
+EVENT_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}; {under}."
+#: What every policy would do with the call (``urandom-shim report`` reads it back from the journal).
+EVENT_UNDER = "under each policy: {outcomes}"
+#: How each outcome of :data:`urandom_shim._policies.OUTCOMES` reads after a policy's name in :data:`EVENT_UNDER`.
+OUTCOME_PHRASES = {
+    "fine": "fine",
+    "wait": "waits",
+    "weak": "weak bytes",
+    "raise": "raises",
+    "wait-then-raise": "raises after its {timeout:g} s timeout",
+    "wait-then-weak": "weak bytes after its {timeout:g} s timeout",
+}
 EVENT_REPEAT = "{where}: {count} more like it, not shown one by one."
 # What happened ({done} above), and what the policy would have done ({would}).
 EVENT_DONE_UNTOUCHED = "left it to the interpreter ({waited:.2f} s)"

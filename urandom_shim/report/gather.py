@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from .. import _events
+from .. import _events, _policies
 from . import fleet as _fleet
 from . import journal as _journal
 from . import kernel_log as _kernel_log
@@ -143,9 +143,22 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "image": _TEXT,
     "kernel": _TEXT,
     "first_boot": (bool, type(None)),
+    "under": (dict, type(None)),
+    "window": (int, float, type(None)),
+    "timeout": (int, float, type(None)),
+    "on_timeout": _TEXT,
+    "seed_random_instances": _TEXT,
+    "floor": _TEXT,
+    "interpreter": _TEXT,
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
-_LIMITS = {"boot_time": _journal.MAX_SECONDS, "waited": _journal.MAX_SECONDS, "count": _journal.MAX_COUNT}
+_LIMITS = {
+    "boot_time": _journal.MAX_SECONDS,
+    "waited": _journal.MAX_SECONDS,
+    "window": _journal.MAX_SECONDS,
+    "timeout": _journal.MAX_SECONDS,
+    "count": _journal.MAX_COUNT,
+}
 MAX_NUMBER = 2**63
 #: The longest text a field of a record may hold: the shim clips its own to 300 characters.
 MAX_FIELD = 4096
@@ -179,6 +192,12 @@ def malformed(record: dict[str, Any]) -> str | None:
         return "of an unknown event kind"
     if record.get("site") is not None and record["site"] not in KNOWN_SITES:
         return "with an unknown site"
+    under = record.get("under")
+    if under is not None and (
+        sorted(under) != sorted(p.name for p in _policies.POLICIES)
+        or not all(found in _policies.OUTCOMES for found in under.values())
+    ):
+        return "with an outcome per policy that is not one"
     argv = record.get("argv") or []
     if len(argv) > 4096 or not all(isinstance(arg, str) and len(arg) <= MAX_FIELD for arg in argv):
         return "with an argv that is not a list of texts"

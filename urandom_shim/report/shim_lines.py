@@ -66,6 +66,12 @@ def _patterns() -> dict[str, Any]:
         },
     )
     would = "|".join(re.escape(text) for text in sorted(_events.WOULD.values(), key=len, reverse=True))
+    # Each policy's outcome, in the words of OUTCOME_PHRASES (a timeout as a number), in the order of POLICIES.
+    phrases = "|".join(
+        _regex(phrase, {"timeout": _NUMBER})
+        for phrase in sorted(_messages.OUTCOME_PHRASES.values(), key=len, reverse=True)
+    )
+    outcomes = ", ".join(f"{p.name} (?:{phrases})" for p in _policies.POLICIES)
     fields = {
         "where": f"(?:{where})",
         "done": "(?P<done>.*?)",
@@ -73,13 +79,29 @@ def _patterns() -> dict[str, Any]:
         "source": "(?P<source>.*)",
         "would": f"(?P<would>{would})",
         "count": r"(?P<count>\d+)",
+        "under": _regex(_messages.EVENT_UNDER, {"outcomes": f"(?P<outcomes>{outcomes})"}),
     }
     templates = [
         (_policies.REPORT, _messages.EVENT_REPORT_ONLY),
         (None, _messages.EVENT_REPEAT),  # the repeat of a call, whatever its mode
         (_policies.ENFORCE, _messages.EVENT_ENFORCED),
+        # An older shim's lines, which say no outcome per policy: the report infers them from the call's kind.
+        (_policies.REPORT, OLDER_REPORT_ONLY),
+        (_policies.ENFORCE, OLDER_ENFORCED),
     ]
     _patterns_cache.update(
+        under=[
+            (
+                outcome,
+                re.compile(
+                    "(?P<policy>"
+                    + "|".join(p.name for p in _policies.POLICIES)
+                    + ") "
+                    + _regex(phrase, {"timeout": f"(?P<timeout>{_NUMBER})"})
+                ),
+            )
+            for outcome, phrase in _messages.OUTCOME_PHRASES.items()
+        ],
         lines=[(mode, re.compile(_regex(template, fields), re.DOTALL)) for mode, template in templates],
         done=[
             (action, re.compile(_regex(_events.DONE[action], {"waited": f"(?P<waited>{_NUMBER})"}), re.DOTALL))
@@ -130,7 +152,30 @@ def parse_line(text: str) -> dict[str, Any] | None:
         policy_source=match["source"],
         would=would,
     )
+    said = match.groupdict().get("outcomes")
+    if said is not None:
+        event["under"], event["timeout"] = _outcomes(said)
     return event
+
+
+#: An older shim's event lines (before each said what every policy would do), still read.
+OLDER_ENFORCED = "{where}: {done} under policy '{policy}' (from {source})."
+OLDER_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}."
+
+
+def _outcomes(text: str) -> tuple[dict[str, str], float | None]:
+    """(outcome per policy, the timeout a bounded wait names) of the words after "under each policy: "."""
+    found: dict[str, str] = {}
+    timeout = None
+    for part in text.split(", "):
+        matched = _first(_patterns()["under"], part)
+        if matched is None:  # the line's pattern matched, so each part is one of them
+            continue
+        outcome, match = matched
+        found[match["policy"]] = outcome
+        if match.groupdict().get("timeout") is not None:
+            timeout = _bounded(match["timeout"], journal.MAX_SECONDS)
+    return found, timeout
 
 
 class OutOfRange(ValueError):

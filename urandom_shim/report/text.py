@@ -4,6 +4,7 @@ policy. Every string that came from a record or the journal is shown escaped.
 
 from __future__ import annotations
 
+from .. import _policies
 from .._terminal import escaped, rows
 from .verdict import FINE, RAISE, WAIT, WEAK, plural
 
@@ -148,20 +149,36 @@ def lines(report: dict[str, Any]) -> list[str]:
 
 #: The report's first line when no source could be read: no verdict is clean then.
 NOTHING_READ = "nothing read: no source named or configured could be read, so there is no verdict."
-#: What a call comes to under each policy, in the rows' words.
-WOULD = {FINE: "nothing to see", WAIT: "waits", WEAK: "weak bytes", RAISE: "raises"}
+#: What a call comes to under each policy (the outcomes a record carries), in the rows' words.
+WOULD = {
+    _policies.FINE: "nothing to see",
+    _policies.WAITS: "waits",
+    _policies.WEAK: "weak bytes",
+    _policies.RAISES: "raises",
+    _policies.WAIT_THEN_RAISE: "raises after its {timeout:g} s timeout",
+    _policies.WAIT_THEN_WEAK: "weak bytes after its {timeout:g} s timeout",
+}
+#: Said of a call recorded by an older shim, whose record carries no outcome per policy.
+INFERRED = (
+    "inferred from the call alone: recorded by an older urandom-shim, which did not say what its timeout, fuse, "
+    "floor or interpreter would make of it"
+)
 
 
 def would(call: dict[str, Any]) -> str:
     """What ``call`` would do under each policy: "pep522 raises, pep524 waits, ...". A call whose program has a
     ``[[program]]`` rule keeps that rule's policy under every machine-wide one, and says so."""
-    under = call.get("under") or {}
-    if len(set(under.values())) == 1:
-        words = f"{WOULD[next(iter(under.values()))]} under every policy"
+    outcomes = call.get("outcomes") or {}
+    timeout = call.get("timeout") if isinstance(call.get("timeout"), (int, float)) else 0.0
+    said = {name: WOULD.get(found, str(found)).format(timeout=timeout) for name, found in outcomes.items()}
+    if len(set(said.values())) == 1:
+        words = f"{next(iter(said.values()))} under every policy"
     else:
-        words = ", ".join(f"{policy} {WOULD[found]}" for policy, found in under.items())
+        words = ", ".join(f"{policy} {found}" for policy, found in said.items())
     if call.get("rule_policy"):
         words += f" (its [[program]] rule keeps it on {call['rule_policy']} under each)"
+    if call.get("inferred"):
+        words += f" ({INFERRED})"
     return words
 
 

@@ -1,8 +1,9 @@
 """What each policy would have done with a boot's recorded calls, for ``urandom-shim report``: the events grouped per
 program, and a verdict per policy.
 
-What a policy would do with each recorded call is the policy table's answer (:func:`urandom_shim._policies.action`)
-for the call's site, so the verdict for a policy nobody configured is as exact as for the one that was.
+What a policy would do with each recorded call is what the record says: the engine's own decision under each
+policy, with the program's settings (:func:`urandom_shim._policies.outcome`). Only a record of an older shim, which
+carries none, is read by the policy table for its call's site (:func:`inferred`), and the report says so.
 """
 
 from __future__ import annotations
@@ -31,20 +32,43 @@ RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
 MAX_EVENTS_FILE = 64 * 1024 * 1024
 
 
-def outcome(policy: _policies.Policy, site: str) -> str:
-    """What a call at ``site`` in the window comes to under ``policy``."""
+#: What each outcome a record carries (:data:`urandom_shim._policies.OUTCOMES`) counts as in a verdict: a wait whose
+#: timeout runs out counts as what follows it.
+CATEGORY = {
+    _policies.FINE: FINE,
+    _policies.WAITS: WAIT,
+    _policies.WEAK: WEAK,
+    _policies.RAISES: RAISE,
+    _policies.WAIT_THEN_RAISE: RAISE,
+    _policies.WAIT_THEN_WEAK: WEAK,
+}
+
+
+def inferred(policy: _policies.Policy, site: str) -> str:
+    """What a call at ``site`` comes to under ``policy`` by the policy table alone: the reading of a record of an
+    older shim, which carries no outcome of its own. It can't know the program's timeout, fuse, floor or
+    interpreter (the engine's decision, :func:`urandom_shim._policies.outcome`, does)."""
     if site == _policies.EXPLICIT_WAIT:
-        return WAIT  # an explicit wait waits under every policy
+        return _policies.WAITS  # an explicit wait waits under every policy
     if site not in _policies.SITES:
         site = _policies.URANDOM
     todo = _policies.action(policy, site)
     if todo == _policies.RAISE:
-        return RAISE
+        return _policies.RAISES
     if site not in STRONG_SITES:  # seeding `random`, from best-effort bytes or from time and pid: not for secrets
-        return FINE
+        return _policies.FINE
     if todo == _policies.BEST_EFFORT:
-        return WEAK
-    return WAIT  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
+        return _policies.WEAK
+    return _policies.WAITS  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
+
+
+def recorded_outcomes(event: dict[str, Any]) -> dict[str, str] | None:
+    """The outcome under each policy that ``event`` carries (the engine's own decision), or None for a record or
+    line of an older shim."""
+    under = event.get("under")
+    if not isinstance(under, dict) or any(under.get(p.name) not in _policies.OUTCOMES for p in _policies.POLICIES):
+        return None
+    return {policy.name: str(under[policy.name]) for policy in _policies.POLICIES}
 
 
 #: How a record's policy_source names a ``[[program]]`` rule (``_config``: "LABEL [[program]] match = 'NAME'").
@@ -114,7 +138,10 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         # that differs in any of them, so none can change the site (and so the verdict) or the story of another.
         site = call_site(event)
         where = (event.get("call"), event.get("caller"), site)
-        key = (*where, *(event.get(name) for name in SAID))
+        recorded = recorded_outcomes(event)
+        # What every policy would do is part of what a record says: two that differ there are two rows too.
+        said = tuple(sorted(recorded.items())) if recorded is not None else None
+        key = (*where, *(event.get(name) for name in SAID), said)
         if event.get("event") == "repeat" and event.get("from") == "journal":
             # From the journal a repeat names no policy: it belongs to the first call site it matches.
             key = entry["sites"].get(where, key)
@@ -134,6 +161,8 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
                 "would": event.get("would"),
                 "waited": 0.0,
                 "simulated": bool(event.get("simulated")),
+                "outcomes": recorded,
+                "timeout": event.get("timeout"),
             },
         )
         if event.get("event") == "repeat":
@@ -141,6 +170,7 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
             continue
         if call["policy"] is None and call["action"] is None:  # a journal's repeat came first
             call.update({name: event.get(name) for name in SAID})
+            call.update(outcomes=recorded, timeout=event.get("timeout"))
         call["count"] += 1
         when = event.get("boot_time")
         if isinstance(when, (int, float)):
@@ -163,7 +193,12 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         for c in calls:
             rule = rule_policy(c)
             c["rule_policy"] = None if rule is None else rule.name
-            c["under"] = {policy.name: outcome(rule or policy, c["site"]) for policy in _policies.POLICIES}
+            # The record's own outcomes are the engine's decision under each policy; a record of an older shim gets
+            # the policy table's reading instead, and says so (``inferred``).
+            c["inferred"] = c["outcomes"] is None
+            if c["inferred"]:
+                c["outcomes"] = {policy.name: inferred(rule or policy, c["site"]) for policy in _policies.POLICIES}
+            c["under"] = {name: CATEGORY[found] for name, found in c["outcomes"].items()}
         entry["under"] = {
             policy.name: max((c["under"][policy.name] for c in calls), key=RANK.__getitem__, default=FINE)
             for policy in _policies.POLICIES
