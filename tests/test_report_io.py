@@ -411,6 +411,28 @@ def test_reading_a_journal_holds_facts_not_entries_whatever_the_files_size_and_r
     assert traced_peak(noisy) < 1.3 * base, "the entries journalctl does not select cost memory"
 
 
+def test_past_the_findings_the_report_holds_an_input_is_named_and_fails_the_gate(
+    remote: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """However many findings a forged input holds, the report holds at most so many (memory stays bounded): the
+    rest is not read, and named, so the gate fails closed rather than pass on what it let go."""
+    from urandom_shim.report import sources
+
+    monkeypatch.setattr(sources, "MAX_FINDINGS", 3)
+    fleet = tmp_path / "fleet"
+    for number in range(3):
+        write(fleet / f"m{number}.jsonl", clean(number))
+    assert report("--events", str(fleet), "--fail-for", "pep522")[0] == 0
+    write(fleet / "m3.jsonl", clean(3))
+    code, out, err = report("--events", str(fleet), "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and f"{fleet / 'm3.jsonl'}: 1 of its findings were not read" in out, out + err
+    lines = [line_entry(_PID=str(100 + n), __MONOTONIC_TIMESTAMP=str(13_700_000 + n)) for n in range(5)]
+    directory, file = collector(tmp_path, [dict(line, MESSAGE=clean_line()) for line in lines])
+    code, found = json_report("--journal-dir", str(directory), "--fail-for", "pep522")
+    (problem,) = found["sources"]["journal_dirs"][0]["problems"]
+    assert code == EXIT_NOTHING_READ and (problem["kind"], problem["path"]) == ("too-many-findings", str(file))
+
+
 # -- corruption journalctl does not see ------------------------------------------------------------------------------
 
 
@@ -436,6 +458,20 @@ def test_a_journal_file_whose_shim_line_was_altered_is_named_and_fails_the_gate(
     (problem,) = found["sources"]["journal_dirs"][0]["problems"]
     assert (problem["kind"], problem["path"]) == ("damaged", str(file))
     assert found["machines"], "what journalctl still reads of it counts"
+
+
+def test_a_journal_file_without_a_line_that_matters_is_read_not_named(remote: None, tmp_path: Path) -> None:
+    """journalctl --grep exits 1 when no line matched, without a word: that is a journal read, not one journalctl
+    can't read (it says why then), and its verification says whether it is whole."""
+    chatter = [
+        {"MESSAGE": f"request {n} served", "_TRANSPORT": "stdout", "_EXE": "/usr/bin/chatty",
+         "_SYSTEMD_UNIT": "chatty.service", "__MONOTONIC_TIMESTAMP": str(14_000_000 + n)}
+        for n in range(50)
+    ]  # fmt: skip
+    directory, _file = collector(tmp_path, chatter)
+    code, found = json_report("--journal-dir", str(directory), "--fail-for", "pep522")
+    (source,) = found["sources"]["journal_dirs"]
+    assert (code, source["problems"], source["read"]) == (0, [], True), source
 
 
 # -- the logger route --------------------------------------------------------------------------------------------------

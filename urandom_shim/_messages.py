@@ -518,6 +518,10 @@ REPORT_FILE_TOO_MANY_BOOTS = (
     "of a machine for its stalls)."
 )
 REPORT_FILE_OUT_OF_TIME = "not read: the report's time for the whole directory ran out ({seconds:g} s)."
+REPORT_TOO_MANY_FINDINGS = (
+    "{count} of its findings were not read: the report holds at most {limit} in all, far more than a fleet's boots "
+    "make, so the rest of this input is no fleet's events."
+)
 REPORT_LINES_UNREAD = (
     "{count} of the shim's event lines, from a Python interpreter in a system unit, could not be read in full (cut "
     "short, or damaged): what they say is unknown."

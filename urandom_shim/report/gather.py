@@ -17,7 +17,18 @@ from . import events_files
 from . import fleet as _fleet
 from . import kernel_log as _kernel_log
 from .journal_facts import BootFacts
-from .sources import ABSENT, EventsSource, KernelSource, Kind, Problem, Report, Source, Sources
+from .sources import (
+    ABSENT,
+    Budget,
+    EventsSource,
+    KernelSource,
+    Kind,
+    Problem,
+    Report,
+    Source,
+    Sources,
+    problem,
+)
 from .verdict import verdict
 
 #: The version of ``report --json``'s format.
@@ -100,10 +111,14 @@ def gather_report(inputs: Inputs) -> Report:
     boots: Dict[Any, _fleet.Boot] = {}
     sources: Sources = {}
     journal_boots: List[BootFacts] = []
+    budget = Budget()  # the findings the report holds, over every source
     if inputs.this_boot or inputs.journal_file is not None:
         from . import journal_boot
 
-        found = journal_boot.read_saved(inputs.journal_file) if inputs.journal_file else journal_boot.read_this_boot()
+        if inputs.journal_file is not None:
+            found = journal_boot.read_saved(inputs.journal_file, budget=budget)
+        else:
+            found = journal_boot.read_this_boot(budget=budget)
         sources["journal"] = found.source
         journal_boots += found.boots
     if inputs.journal_dirs:
@@ -113,7 +128,7 @@ def gather_report(inputs: Inputs) -> Report:
             if inputs.progress is not None:
                 inputs.progress(done, total, seen)
 
-        dirs = journal_dir.read_journal_dirs(inputs.journal_dirs, progress=step)
+        dirs = journal_dir.read_journal_dirs(inputs.journal_dirs, progress=step, budget=budget)
         sources["journal_dirs"] = dirs.sources
         journal_boots += dirs.boots
     for facts in journal_boots:
@@ -121,7 +136,7 @@ def gather_report(inputs: Inputs) -> Report:
     here = _here(journal_boots) if inputs.one_machine else None
     local = _fleet.boot_of(boots, *here) if here is not None else None
     if inputs.events or inputs.events_default is not None or inputs.one_machine:
-        sources["events"] = _read_events(inputs, boots, here)
+        sources["events"] = _read_events(inputs, boots, here, budget)
     crng, kernel = _kernel(inputs, boots, local, journal_boots)
     sources["kernel"] = kernel
     if local is not None and len(boots) > 1 and not _holds_anything(local) and not journal_boots:
@@ -162,7 +177,7 @@ def _here(journal_boots: List[BootFacts]) -> Tuple[Optional[str], Optional[str]]
 
 
 def _read_events(
-    inputs: Inputs, boots: Dict[Any, _fleet.Boot], here: Tuple[Optional[str], Optional[str]] | None
+    inputs: Inputs, boots: Dict[Any, _fleet.Boot], here: Tuple[Optional[str], Optional[str]] | None, budget: Budget
 ) -> EventsSource:
     """Read every events file the inputs name into ``boots``: a record is its machine's and boot's as it names them;
     one that names neither is this machine's boot (one machine), or a machine of its file's own (a fleet)."""
@@ -188,6 +203,12 @@ def _read_events(
             problems.append(trouble)
         for reason, count in read["skipped"].items():
             skipped[reason] = skipped.get(reason, 0) + count
+        granted = budget.take(len(read["events"]))
+        if granted < len(read["events"]):
+            count = len(read["events"]) - granted
+            text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=count, limit=budget.limit)
+            problems.append(problem(Kind.TOO_MANY_FINDINGS, path, text))
+            del read["events"][granted:]
         records += len(read["events"])
         for event in read["events"]:
             ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))

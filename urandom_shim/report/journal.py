@@ -73,6 +73,12 @@ def selected(entry: Entry) -> bool:
     return text.startswith(_STARTS) or any(mark in text for mark in CRNG_MARKERS)
 
 
+def matched_nothing(ran: Ran) -> bool:
+    """Whether a selecting journalctl (``--grep``) ran to its end and found no line: it then exits 1 without a word,
+    where a file it can't read makes it say why."""
+    return ran.status == 1 and not ran.said and not ran.entries and ran.stopped is None
+
+
 class Ran(NamedTuple):
     """How one journalctl went: its exit ``status`` (None if it could not be started: ``error`` says why), what it
     said on stderr (``said``, at most 4 KiB, on one line), how many entries it gave, and whether the report stopped it
@@ -205,7 +211,7 @@ def this_boot_problem(ran: Ran, timeout: float) -> Problem | None:
         return problem(Kind.TOO_MANY_ENTRIES, None, _messages.REPORT_FILE_TOO_MANY.format(limit=MAX_SELECTED))
     if any(sign in said.lower() for sign in _PERMISSION_SIGNS):
         return problem(Kind.PERMISSION, None, _messages.REPORT_JOURNAL_PERMISSION)
-    if ran.status == 0 or any(sign in said.lower() for sign in _NO_BOOT_SIGNS):
+    if ran.status == 0 or matched_nothing(ran) or any(sign in said.lower() for sign in _NO_BOOT_SIGNS):
         return (
             None if ran.entries else problem(Kind.NO_BOOT, None, _messages.REPORT_JOURNAL_NO_BOOT.format(detail=detail))
         )

@@ -12,7 +12,7 @@ from .. import _messages
 from . import journal
 from . import journal_facts as _facts
 from .journal_facts import BootFacts, Key, Reducer
-from .sources import ABSENT, JournalSource, Kind, Line, Problem, problem, said
+from .sources import ABSENT, Budget, JournalSource, Kind, Line, Problem, problem, said
 
 
 class Found(NamedTuple):
@@ -22,7 +22,7 @@ class Found(NamedTuple):
     boots: List[BootFacts]
 
 
-def read_this_boot(*, timeout: float = journal.TIMEOUT) -> Found:
+def read_this_boot(*, timeout: float = journal.TIMEOUT, budget: Budget | None = None) -> Found:
     """This boot's journal, through journalctl: what it says of this boot, and the problem when it can't be read in
     full (:func:`urandom_shim.report.journal.this_boot_problem`; a user who may read only their own journal gets
     those entries, and the permission problem)."""
@@ -32,7 +32,7 @@ def read_this_boot(*, timeout: float = journal.TIMEOUT) -> Found:
         key = journal.ids(entry)
         reducer = reducers.get(key)
         if reducer is None:
-            reducer = reducers[key] = Reducer(key)
+            reducer = reducers[key] = Reducer(key, budget)
         reducer.add(entry)
 
     ran = journal.stream(journal.this_boot(), add, timeout=timeout)
@@ -46,10 +46,10 @@ def read_this_boot(*, timeout: float = journal.TIMEOUT) -> Found:
                 reducer.facts["stalls"] = finder.stalls()
     boots = [reducer.done() for reducer in reducers.values()]
     read = bool(ran.entries) or found is None
-    return Found(_source("journalctl -b", [found] if found else [], boots, read), boots)
+    return Found(_source("journalctl -b", [found] if found else [], boots, read, budget), boots)
 
 
-def read_saved(path: str) -> Found:
+def read_saved(path: str, *, budget: Budget | None = None) -> Found:
     """A saved ``journalctl -o json`` output: its entries as journalctl would select them
     (:func:`urandom_shim.report.journal.selected`), of its last boot and of none (the times since boot of two boots
     can't be compared); lines that are not an entry are skipped and counted (a file of nothing else is not read)."""
@@ -63,7 +63,7 @@ def read_saved(path: str) -> Found:
         if journal.selected(entry):
             reducer = by_boot.get(boot_id)
             if reducer is None:
-                reducer = by_boot[boot_id] = Reducer((machine_id, boot_id))
+                reducer = by_boot[boot_id] = Reducer((machine_id, boot_id), budget)
             reducer.add(entry, path)
     chosen = [by_boot[boot] for boot in dict.fromkeys((last, None)) if boot in by_boot]
     if chosen and chosen[0].stall_units():
@@ -82,10 +82,12 @@ def read_saved(path: str) -> Found:
         _facts.merge(boots, facts)
     problems = [saved.problem] if saved.problem is not None else []
     read = saved.lines > saved.skipped and saved.problem is None
-    return Found(_source(path, problems, list(boots.values()), read), list(boots.values()))
+    return Found(_source(path, problems, list(boots.values()), read, budget), list(boots.values()))
 
 
-def _source(path: str, problems: List[Problem], boots: List[BootFacts], read: bool) -> JournalSource:
+def _source(
+    path: str, problems: List[Problem], boots: List[BootFacts], read: bool, budget: Budget | None = None
+) -> JournalSource:
     """The source of one machine's journal, from its boots' facts; a line of the shim's that could not be read in
     full is one more problem."""
     rejected: List[Line] = []
@@ -94,9 +96,13 @@ def _source(path: str, problems: List[Problem], boots: List[BootFacts], read: bo
         _facts.keep(rejected, facts["rejected"]["lines"])
         _facts.keep(unread, facts["unread"]["lines"])
     count = sum(facts["unread"]["count"] for facts in boots)
+    where = None if path == "journalctl -b" else path
     if count:
-        where = None if path == "journalctl -b" else path
         problems = [*problems, problem(Kind.UNREAD_LINE, where, _messages.REPORT_LINES_UNREAD.format(count=count))]
+    held = sum(facts["held_back"] for facts in boots)
+    if held:
+        text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=held, limit=(budget or Budget()).limit)
+        problems = [*problems, problem(Kind.TOO_MANY_FINDINGS, where, text)]
     return {
         "path": path,
         "problems": problems,

@@ -14,6 +14,7 @@ over one file each, and one bad file fails a whole invocation.)
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
 
@@ -21,7 +22,7 @@ from .. import _messages
 from . import journal
 from . import journal_facts as _facts
 from .journal_facts import BootFacts, Key, Reducer
-from .sources import JournalSource, Kind, Problem, problem, said
+from .sources import Budget, JournalSource, Kind, Problem, problem, said
 
 #: The longest any one journalctl may run, in seconds: a machine's boot takes tens of milliseconds.
 TIMEOUT = 30.0
@@ -46,6 +47,7 @@ def read_journal_dirs(
     *,
     progress: Optional[Callable[[int, int, int], None]] = None,
     timeout: float = TIMEOUT,
+    budget: Budget | None = None,
 ) -> Found:
     """The facts of every boot in the journal files of ``dirs``: one source per directory and one boot per
     (``_MACHINE_ID``, ``_BOOT_ID``) the entries themselves name. ``progress(files_done, files_total, boots_seen)`` is
@@ -59,6 +61,7 @@ def read_journal_dirs(
     total = sum(len(files) for _source, sets in plans for files in sets)
     boots: Dict[Key, BootFacts] = {}
     reading = _Reading(journalctl or "journalctl", timeout, time.monotonic() + TOTAL_TIME + total, TOTAL_TIME + total)
+    reading.budget = budget if budget is not None else Budget()
     done = 0
     for source, sets in plans:
         if journalctl is None and sets:
@@ -100,7 +103,8 @@ class _Reading:
         self.journalctl = journalctl
         self.timeout = timeout
         self.ends = ends
-        self.budget = budget
+        self.seconds = budget
+        self.budget = Budget()
 
     def left(self) -> float:
         return min(self.timeout, self.ends - time.monotonic())
@@ -110,10 +114,11 @@ class _Reading:
         went wrong."""
         if self.left() <= 0:
             source["problems"].append(
-                problem(Kind.TIMED_OUT, path, _messages.REPORT_FILE_OUT_OF_TIME.format(seconds=self.budget))
+                problem(Kind.TIMED_OUT, path, _messages.REPORT_FILE_OUT_OF_TIME.format(seconds=self.seconds))
             )
             return
         unread = sum(reducer.facts["unread"]["count"] for reducer in reducers.values())
+        held = sum(reducer.facts["held_back"] for reducer in reducers.values())
         before = {key: (r.facts["entries"], len(r.facts["events"]), r.facts["rejected"]["count"], r.facts["untimed"])
                   for key, r in reducers.items()}  # fmt: skip
 
@@ -121,13 +126,16 @@ class _Reading:
             key = journal.ids(entry)
             reducer = reducers.get(key)
             if reducer is None:
-                reducer = reducers[key] = Reducer(key)
+                reducer = reducers[key] = Reducer(key, self.budget)
             reducer.add(entry, path)
 
         found = _open(path)
         if isinstance(found, dict):
             source["problems"].append(found)
             return
+        # The file is verified as it is read, by a journalctl of its own: journalctl's reading checks no hash, so
+        # damage it reads past would change or hide what the file says.
+        verifying = self._start_verify(found)
         try:
             ran = journal.stream(
                 [self.journalctl, f"--file=/proc/self/fd/{found}", *journal.selecting()],
@@ -135,10 +143,9 @@ class _Reading:
                 timeout=max(0.1, self.left()),
                 pass_fds=(found,),
             )
-            # A file journalctl read without a word is verified: its reading checks no hash, so damage it reads
-            # past would change or hide what the file says (a file it could not read is said so already).
             trouble = _trouble(path, ran, self.timeout)
-            damage = self._verify(found, path) if trouble is None else None
+            # A file journalctl could not read is said so already; its verification is not waited for.
+            damage = self._verified(verifying, found, path, wait=trouble is None)
         finally:
             os.close(found)
         source["problems"].extend(one for one in (trouble, damage) if one is not None)
@@ -154,6 +161,10 @@ class _Reading:
             source["records"] += events - was[1]
             source["rejected"] += rejected - was[2]
             source["untimed"] += untimed - was[3]
+        held = sum(reducer.facts["held_back"] for reducer in reducers.values()) - held
+        if held:
+            text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=held, limit=self.budget.limit)
+            source["problems"].append(problem(Kind.TOO_MANY_FINDINGS, path, text))
         lines = sum(reducer.facts["unread"]["count"] for reducer in reducers.values()) - unread
         if lines:
             source["unread"] += lines
@@ -161,32 +172,43 @@ class _Reading:
                 problem(Kind.UNREAD_LINE, path, _messages.REPORT_LINES_UNREAD.format(count=lines))
             )
 
-    def _verify(self, fd: int, path: str) -> Problem | None:
-        """``journalctl --verify`` of the open file ``fd``: None when it passes, else the problem. It checks each
+    def _start_verify(self, fd: int) -> subprocess.Popen[bytes] | str:
+        """``journalctl --verify`` of the open file ``fd``, started (or why it could not start). It checks each
         object's hash and the links between them (an entry's fields, the hash tables, the entry arrays), with no key
-        needed for a file that is not sealed; journalctl's own reading checks none of the hashes."""
-        import subprocess
-
-        proxy = f"/proc/self/fd/{fd}"
+        needed for a file that is not sealed."""
         try:
-            done = subprocess.run(
-                [self.journalctl, "--verify", "--quiet", f"--file={proxy}"],
+            return subprocess.Popen(
+                [self.journalctl, "--verify", "--quiet", f"--file=/proc/self/fd/{fd}"],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
                 pass_fds=(fd,),
                 env=journal._environment(),
-                timeout=max(0.1, self.left()),
             )
-        except subprocess.TimeoutExpired:
-            detail = f"it did not finish within {self.timeout:g} s"
         except OSError as exc:
-            detail = exc.strerror or type(exc).__name__
+            return exc.strerror or type(exc).__name__
+
+    def _verified(self, verifying: subprocess.Popen[bytes] | str, fd: int, path: str, *, wait: bool) -> Problem | None:
+        """None when the file passed its verification, else the problem; when not ``wait``, the verification is
+        stopped and says nothing."""
+        if isinstance(verifying, str):
+            detail = verifying
         else:
-            if done.returncode == 0:
-                return None
-            detail = _verify_said(done.stderr[:4096].decode("utf-8", "replace").replace(proxy, path))
-            detail = detail or f"exit status {done.returncode}"
+            try:
+                if not wait:
+                    verifying.kill()
+                _out, said = verifying.communicate(timeout=max(0.1, self.left()))
+            except subprocess.TimeoutExpired:
+                verifying.kill()
+                verifying.communicate()
+                said, detail = b"", f"it did not finish within {self.timeout:g} s"
+            else:
+                if not wait or verifying.returncode == 0:
+                    return None
+                detail = ""
+            proxy = f"/proc/self/fd/{fd}"
+            detail = _verify_said(said[:4096].decode("utf-8", "replace").replace(proxy, path)) or detail
+            detail = detail or f"exit status {verifying.returncode}"
         return problem(Kind.DAMAGED, path, _messages.REPORT_FILE_DAMAGED.format(detail=detail))
 
     def stalls(self, reducer: Reducer, files: List[str], source: JournalSource) -> None:
@@ -220,7 +242,7 @@ class _Reading:
                 )
             finally:
                 os.close(found)
-            trouble = _trouble(path, ran, self.timeout)
+            trouble = _trouble(path, ran, self.timeout, selecting=False)
             if trouble is not None and trouble not in source["problems"]:
                 source["problems"].append(trouble)
         reducer.facts["stalls"] = finder.stalls()
@@ -258,8 +280,11 @@ def _open(path: str) -> int | Problem:
     return fd
 
 
-def _trouble(path: str, ran: journal.Ran, timeout: float) -> Problem | None:
-    """What went wrong with one journalctl over the file ``path``, or None."""
+def _trouble(path: str, ran: journal.Ran, timeout: float, *, selecting: bool = True) -> Problem | None:
+    """What went wrong with one journalctl over the file ``path`` (``selecting``: with ``--grep``, which exits 1 when
+    no line matched), or None."""
+    if selecting and journal.matched_nothing(ran):
+        return None  # a journal without a line that matters (its verification says whether it is one)
     if ran.status is None:
         return problem(Kind.UNREADABLE, path, _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=ran.error))
     detail = ran.said.replace("/proc/self/fd/", "fd ")[:200] or "it said nothing"

@@ -14,7 +14,7 @@ from typing import Dict, List, Optional, Tuple, TypedDict
 from . import journal, shim_lines, stalls
 from .journal import CRNG_MARKERS, Entry
 from .shim_lines import Record
-from .sources import Line, Lines, Stall
+from .sources import Budget, Line, Lines, Stall
 
 #: A boot's (``_MACHINE_ID``, ``_BOOT_ID``), as its entries say.
 Key = Tuple[Optional[str], Optional[str]]
@@ -42,13 +42,15 @@ class BootFacts(TypedDict):
     stalls: List[Stall]
     entries: int
     untimed: int
+    held_back: int
 
 
 class Reducer:
     """One boot's facts, from its selected entries, each given to :meth:`add` as it comes and then dropped."""
 
-    def __init__(self, key: Key) -> None:
+    def __init__(self, key: Key, budget: Budget | None = None) -> None:
         self.key = key
+        self.budget = budget if budget is not None else Budget()
         self.facts: BootFacts = {
             "machine_id": key[0],
             "boot_id": key[1],
@@ -64,6 +66,7 @@ class Reducer:
             "stalls": [],
             "entries": 0,
             "untimed": 0,
+            "held_back": 0,
         }
         #: unit -> when systemd said it was starting it: where a stall can be.
         self.starts: Dict[str, List[float]] = {}
@@ -124,6 +127,9 @@ class Reducer:
         names = self._names.setdefault(names, names)
         identity = (names, *(_hashable(value) for value in event.values()))
         if identity in self._seen:
+            return
+        if not self.budget.take():
+            self.facts["held_back"] += 1  # past what the report holds: counted, and the source named
             return
         self._seen.add(identity)
         self.facts["events"].append(event)
@@ -211,6 +217,7 @@ def merge(boots: Dict[Key, BootFacts], facts: BootFacts) -> None:
         keep(into["lines"], more["lines"])
     known["entries"] += facts["entries"]
     known["untimed"] += facts["untimed"]
+    known["held_back"] += facts["held_back"]
     known["first_boot"] = known["first_boot"] or facts["first_boot"]
     if known["hostname"] is None:
         known["hostname"] = facts["hostname"]

@@ -47,6 +47,8 @@ class Kind(str, enum.Enum):
     TIMED_OUT = "timed-out"
     TOO_MANY_ENTRIES = "too-many-entries"
     STALLS_NOT_LOOKED_FOR = "stalls-not-looked-for"
+    # More findings than the report holds in all (:data:`MAX_FINDINGS`): the rest of the source was not read.
+    TOO_MANY_FINDINGS = "too-many-findings"
     # A line of the shim's, written by a trusted writer, that reads as an event but does not parse in full.
     UNREAD_LINE = "unread-line"
 
@@ -62,6 +64,25 @@ class Problem(TypedDict):
     kind: Kind
     path: Optional[str]
     problem: str
+
+
+#: The most findings a report holds: the records of its events files and the shim's lines of its journals, about
+#: 1.5 KiB each, so some 400 MiB; a fleet of a thousand machines that called 250 times each. Past it, what is left is
+#: not read, and named: however many findings a forged input holds, the report's memory is bounded.
+MAX_FINDINGS = 250_000
+
+
+class Budget:
+    """How many more findings the report may hold (:data:`MAX_FINDINGS`), shared by every source it reads."""
+
+    def __init__(self) -> None:
+        self.limit = self.left = MAX_FINDINGS
+
+    def take(self, count: int = 1) -> int:
+        """Take up to ``count`` of what is left; how many were granted."""
+        granted = max(0, min(count, self.left))
+        self.left -= granted
+        return granted
 
 
 def problem(kind: Kind, path: str | None, text: str) -> Problem:

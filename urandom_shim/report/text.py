@@ -169,7 +169,7 @@ def source_words(source: Source, found: str, report: Report) -> str:
     events."""
     if not source["read"]:
         problem = shown(source["problem"] or "nothing in it could be read")
-        return f"{problem}; {EMPTY_ALLOWED}" if report["allow_empty"] and source["absent"] else problem
+        return f"{problem.rstrip('.')}; {EMPTY_ALLOWED}" if report["allow_empty"] and source["absent"] else problem
     others = [said(one) for one in source["problems"] if one["kind"] is not Kind.UNREAD_LINE]
     if others:
         more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
@@ -286,7 +286,7 @@ def fleet_lines(report: Report) -> list[str]:
             found += f", {plural(len(events['problems']), 'problem')} (below)"
         words = shown(events["problem"] or found)
         if not events["read"] and events["absent"] and report.get("allow_empty"):
-            words += f"; {EMPTY_ALLOWED}"
+            words = f"{words.rstrip('.')}; {EMPTY_ALLOWED}"
         out.append(f"  {'events':<15} {shown(events['path'])}: {words}")
     journals = [("journal", sources["journal"])] if "journal" in sources else []
     for label, directory in [*journals, *(("journal dir", one) for one in sources.get("journal_dirs", ()))]:
