@@ -381,18 +381,19 @@ def traced_peak(directory: Path) -> int:
         tracemalloc.stop()
 
 
+@pytest.mark.slow  # seconds of its own: four journals written, three read under tracemalloc
 def test_reading_a_journal_holds_facts_not_entries_whatever_the_files_size_and_rotated_copies(
     remote: None, tmp_path: Path
 ) -> None:
     boot = journal_remote.read_json(DEBIAN11)
     lines = [
         line_entry(_PID=str(1000 + n), __MONOTONIC_TIMESTAMP=str(13_700_000 + n), _CMDLINE=f"python3 loop.py {n}")
-        for n in range(3000)
+        for n in range(1500)
     ]
     chatter = [
         {"MESSAGE": f"request {n} served " + "x" * 300, "_TRANSPORT": "stdout", "_EXE": "/usr/bin/chatty",
          "_SYSTEMD_UNIT": "chatty.service", "__MONOTONIC_TIMESTAMP": str(14_000_000 + n)}
-        for n in range(30_000)
+        for n in range(10_000)
     ]  # fmt: skip
     machine, boot_id = journal_remote.new_id(), journal_remote.new_id()
     export = journal_remote.export_of(boot + lines, machine, boot_id, "vm")
