@@ -229,18 +229,32 @@ def test_a_file_the_walk_of_an_events_directory_leaves_out_is_named_and_fails_th
     )
 
 
-def test_the_files_past_the_cap_are_named_and_fail_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_directory_past_the_cap_is_named_and_fails_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """However many names a directory holds, the walk looks at so many, and names the directory it stopped at."""
     monkeypatch.setattr(events_files, "MAX_EVENTS_FILES", 3)
     fleet = tmp_path / "fleet"
     for number in range(3):
         write(fleet / f"m{number}.jsonl", clean(number))
     assert report("--events", str(fleet), "--fail-for", "pep522")[0] == 0
     write(fleet / "m3.jsonl", records(3))
-    write(fleet / "m4.jsonl", records(4))
     code, out, err = report("--events", str(fleet), "--fail-for", "pep522")
     assert code == EXIT_NOTHING_READ, out + err
-    assert f"{fleet / 'm3.jsonl'}: not read, nor any file after it in name order" in out, out
-    assert "at most 3 files" in out
+    assert f"{fleet}: not read: it holds more names than are left of the 3 the report looks at" in out, out
+
+
+def test_a_journal_directory_of_more_names_than_the_report_looks_at_is_named(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from urandom_shim.report import journal_dir
+
+    monkeypatch.setattr(journal_dir, "MAX_NAMES", 3)
+    collector = tmp_path / "remote"
+    collector.mkdir()
+    for number in range(4):
+        (collector / f"link-{number}.journal").symlink_to("/dev/null")
+    code, found = json_report("--journal-dir", str(collector), "--fail-for", "pep522")
+    (source,) = found["sources"]["journal_dirs"]
+    assert code == EXIT_NOTHING_READ and [problem["kind"] for problem in source["problems"]] == ["too-many-files"]
 
 
 @pytest.mark.parametrize("option", ["--events", "--journal-dir", "--journal-file"])

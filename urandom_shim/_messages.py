@@ -480,7 +480,7 @@ REPORT_WALK_NOT_REGULAR = "not read: it is {kind}, not a regular file."
 REPORT_WALK_HIDDEN = "not read: its name starts with '.', as a shipper's half-written file does; rename it, or move it."
 REPORT_WALK_TOO_DEEP = "not read: a directory {depth} levels below the one given, and the report goes {limit} deep."
 REPORT_WALK_TOO_MANY = (
-    "not read, nor any file after it in name order: the report reads at most {limit} files; split the directory."
+    "not read: it holds more names than are left of the {limit} the report looks at below a directory; split it."
 )
 REPORT_WALK_UNLISTED = "can't be listed ({error})."
 

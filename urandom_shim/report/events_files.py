@@ -225,12 +225,24 @@ class Found(NamedTuple):
     problem: Optional[Problem]
 
 
+def listed(directory: str, most: int) -> List[str] | None:
+    """The names in ``directory``, in order; None when it holds more than ``most``: it is then not listed further,
+    so that a directory of millions of names costs no more than its first ``most``."""
+    names: List[str] = []
+    with os.scandir(directory) as listing:
+        for item in listing:
+            if len(names) >= most:
+                return None
+            names.append(item.name)
+    return sorted(names)
+
+
 def files(paths: List[str]) -> Iterator[Found]:
     """The events files that ``--events`` names, in order: a file as given (its read says if it does not exist), and
-    a directory's regular files below it, in name order, at most :data:`MAX_DEPTH` levels and
-    :data:`MAX_EVENTS_FILES` files down. Everything below a directory that is not read is given with its problem: a
-    symbolic link (not followed), a hidden name, a FIFO or a device, a directory too deep, the file at the cap (and
-    so every one after it), a directory that can't be listed."""
+    a directory's regular files below it, in name order, at most :data:`MAX_DEPTH` levels down and
+    :data:`MAX_EVENTS_FILES` names in all. Everything below a directory that is not read is given with its problem: a
+    symbolic link (not followed), a hidden name, a FIFO or a device, a directory too deep, a directory that holds more
+    names than are left to look at (none of it is read), a directory that can't be listed."""
     import stat
 
     count = [0]
@@ -250,20 +262,18 @@ def _walk(directory: str, depth: int, count: List[int]) -> Iterator[Found]:
     import stat
 
     try:
-        names = sorted(os.listdir(directory))
+        names = listed(directory, MAX_EVENTS_FILES - count[0])
     except OSError as exc:
         text = _messages.REPORT_WALK_UNLISTED.format(error=exc.strerror or type(exc).__name__)
         yield Found(directory, problem(Kind.UNREADABLE, directory, text))
         return
+    if names is None:
+        text = _messages.REPORT_WALK_TOO_MANY.format(limit=MAX_EVENTS_FILES)
+        yield Found(directory, problem(Kind.TOO_MANY_FILES, directory, text))
+        return
+    count[0] += len(names)
     for name in names:
         path = os.path.join(directory, name)
-        if count[0] < 0:  # the cap was reached below, and said there
-            return
-        if count[0] >= MAX_EVENTS_FILES:
-            text = _messages.REPORT_WALK_TOO_MANY.format(limit=MAX_EVENTS_FILES)
-            yield Found(path, problem(Kind.TOO_MANY_FILES, path, text))
-            count[0] = -1
-            return
         if name.startswith("."):
             yield Found(path, problem(Kind.HIDDEN, path, _messages.REPORT_WALK_HIDDEN))
             continue

@@ -376,25 +376,38 @@ def _once(files: List[str], seen: set[tuple[int, int]]) -> List[str]:
     return kept
 
 
-def _scan(path: str, files: List[str], problems: List[Problem], *, depth: int) -> None:
+#: The most names a directory of journal files (and the directories one level down) may hold in all.
+MAX_NAMES = 100_000
+
+
+def _scan(path: str, files: List[str], problems: List[Problem], *, depth: int, seen: List[int] | None = None) -> None:
+    seen = seen if seen is not None else [0]
+    items: List[os.DirEntry[str]] = []
     with os.scandir(path) as listing:
-        for item in sorted(listing, key=lambda item: item.name):
-            if not item.name.endswith(_SUFFIXES):
-                if depth > 0 and item.is_dir(follow_symlinks=False):
-                    try:
-                        _scan(item.path, files, problems, depth=depth - 1)
-                    except OSError as exc:
-                        error = exc.strerror or type(exc).__name__
-                        text = _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error)
-                        problems.append(problem(Kind.UNREADABLE, item.path, text))
-                continue
-            if item.is_symlink():
-                problems.append(problem(Kind.LINK, item.path, _messages.REPORT_LINK_NOT_FOLLOWED))
-            elif not item.is_file(follow_symlinks=False):
-                text = _messages.REPORT_FILE_NOT_A_JOURNAL_FILE.format(kind=_kind_of(item))
-                problems.append(problem(Kind.NOT_REGULAR, item.path, text))
-            else:
-                files.append(item.path)
+        for item in listing:
+            if seen[0] + len(items) >= MAX_NAMES:  # millions of names cost no more than the first of them
+                text = _messages.REPORT_WALK_TOO_MANY.format(limit=MAX_NAMES)
+                problems.append(problem(Kind.TOO_MANY_FILES, path, text))
+                return
+            items.append(item)
+    seen[0] += len(items)
+    for item in sorted(items, key=lambda item: item.name):
+        if not item.name.endswith(_SUFFIXES):
+            if depth > 0 and item.is_dir(follow_symlinks=False):
+                try:
+                    _scan(item.path, files, problems, depth=depth - 1, seen=seen)
+                except OSError as exc:
+                    error = exc.strerror or type(exc).__name__
+                    text = _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error)
+                    problems.append(problem(Kind.UNREADABLE, item.path, text))
+            continue
+        if item.is_symlink():
+            problems.append(problem(Kind.LINK, item.path, _messages.REPORT_LINK_NOT_FOLLOWED))
+        elif not item.is_file(follow_symlinks=False):
+            text = _messages.REPORT_FILE_NOT_A_JOURNAL_FILE.format(kind=_kind_of(item))
+            problems.append(problem(Kind.NOT_REGULAR, item.path, text))
+        else:
+            files.append(item.path)
 
 
 def _kind_of(item: os.DirEntry[str]) -> str:
