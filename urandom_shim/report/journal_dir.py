@@ -13,10 +13,11 @@ over one file each, and one bad file fails a whole invocation.)
 
 from __future__ import annotations
 
+import collections
 import os
 import subprocess
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Tuple
+from typing import Callable, Deque, Dict, List, NamedTuple, Optional, Tuple
 
 from .. import _messages
 from . import journal
@@ -62,6 +63,26 @@ def read_journal_dirs(
     boots: Dict[Key, BootFacts] = {}
     reading = _Reading(journalctl or "journalctl", timeout, time.monotonic() + TOTAL_TIME + total, TOTAL_TIME + total)
     reading.budget = budget if budget is not None else Budget()
+    try:
+        _read(plans, reading, boots, journalctl, progress, total)
+    except BaseException:
+        reading.drain(wait=False)
+        raise
+    reading.drain()
+    for source, _sets in plans:
+        source["problem"] = said(source["problems"][0]) if source["problems"] else None
+    return Found([source for source, _sets in plans], list(boots.values()))
+
+
+def _read(
+    plans: List[Tuple[JournalSource, List[List[str]]]],
+    reading: _Reading,
+    boots: Dict[Key, BootFacts],
+    journalctl: str | None,
+    progress: Optional[Callable[[int, int, int], None]],
+    total: int,
+) -> None:
+    """Read every file set of ``plans`` into ``boots``."""
     done = 0
     for source, sets in plans:
         if journalctl is None and sets:
@@ -91,9 +112,20 @@ def read_journal_dirs(
                         ),
                     )
                 )
-    for source, _sets in plans:
-        source["problem"] = said(source["problems"][0]) if source["problems"] else None
-    return Found([source for source, _sets in plans], list(boots.values()))
+
+
+#: The verifications that may still run while the next files are read.
+VERIFYING = 2
+
+
+class _Verifying(NamedTuple):
+    """A journal file's verification, started: its journalctl (or why it could not start), the file's descriptor,
+    which stays open until it is done, its path, and the source whose problem a failure is."""
+
+    process: subprocess.Popen[bytes] | str
+    fd: int
+    path: str
+    source: JournalSource
 
 
 class _Reading:
@@ -105,6 +137,7 @@ class _Reading:
         self.ends = ends
         self.seconds = budget
         self.budget = Budget()
+        self.verifying: Deque[_Verifying] = collections.deque()
 
     def left(self) -> float:
         return min(self.timeout, self.ends - time.monotonic())
@@ -135,7 +168,7 @@ class _Reading:
             return
         # The file is verified as it is read, by a journalctl of its own: journalctl's reading checks no hash, so
         # damage it reads past would change or hide what the file says.
-        verifying = self._start_verify(found)
+        verifying = _Verifying(self._start_verify(found), found, path, source)
         try:
             ran = journal.stream(
                 [self.journalctl, f"--file=/proc/self/fd/{found}", *journal.selecting()],
@@ -143,12 +176,18 @@ class _Reading:
                 timeout=max(0.1, self.left()),
                 pass_fds=(found,),
             )
-            trouble = _trouble(path, ran, self.timeout)
-            # A file journalctl could not read is said so already; its verification is not waited for.
-            damage = self._verified(verifying, found, path, wait=trouble is None)
-        finally:
-            os.close(found)
-        source["problems"].extend(one for one in (trouble, damage) if one is not None)
+        except BaseException:
+            self._finish(verifying, wait=False)
+            raise
+        trouble = _trouble(path, ran, self.timeout)
+        if trouble is not None:
+            source["problems"].append(trouble)
+            self._finish(verifying, wait=False)  # a file journalctl could not read is said so already
+        else:
+            # The verifications run beside the reads of the next files: the last few are waited for later.
+            self.verifying.append(verifying)
+            while len(self.verifying) > VERIFYING:
+                self._finish(self.verifying.popleft(), wait=True)
         # A file that gave nothing but a problem (journalctl timed out or stopped before its first entry) was not
         # read: its machine's findings are unknown, and must not count as a machine without any.
         if ran.entries or trouble is None:
@@ -171,6 +210,19 @@ class _Reading:
             source["problems"].append(
                 problem(Kind.UNREAD_LINE, path, _messages.REPORT_LINES_UNREAD.format(count=lines))
             )
+
+    def drain(self, *, wait: bool = True) -> None:
+        """Finish every verification still running (``wait``: for its verdict; else stop it)."""
+        while self.verifying:
+            self._finish(self.verifying.popleft(), wait=wait)
+
+    def _finish(self, verifying: _Verifying, *, wait: bool) -> None:
+        try:
+            damage = self._verified(verifying.process, verifying.fd, verifying.path, wait=wait)
+        finally:
+            os.close(verifying.fd)
+        if damage is not None:
+            verifying.source["problems"].append(damage)
 
     def _start_verify(self, fd: int) -> subprocess.Popen[bytes] | str:
         """``journalctl --verify`` of the open file ``fd``, started (or why it could not start). It checks each
