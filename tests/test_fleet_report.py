@@ -82,7 +82,7 @@ def test_a_directory_of_machines_is_one_verdict_with_counts(tmp_path: Path) -> N
     code, out, err = report("--events", str(fleet), "--json", "--fail-for", "pep522")
     assert code == EXIT_PROBLEMS and not err, err
     found = json.loads(out)
-    assert found["v"] == 2 and found["read"]
+    assert found["v"] == 3 and found["read"]
     assert [m["hostname"] for m in found["machines"]] == [f"web-{n}" for n in range(5)]
     four = next(m for m in found["machines"] if m["hostname"] == "web-4")
     assert (four["boots"], four["first_boot"], four["image"]) == (2, True, "debian 12"), four

@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import urandom_shim
 from urandom_shim import _events, _policies, _readiness, _simulation
 from urandom_shim.cli import main as cli
-from urandom_shim.report import gather
+from urandom_shim.report import events_files, gather
 
 DATA = Path(__file__).resolve().parent / "data"
 SAMPLE = DATA / "events-sample.jsonl"
@@ -223,7 +223,7 @@ def test_report_json_and_fail_for(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["v"] == 2 and report["sources"]["events"]["records"] == 8
+    assert report["v"] == 3 and report["sources"]["events"]["records"] == 8
     assert named(report["verdict"]["legacy"]["weak"]) == ["early-setup.service", "cloud-setup.py", "legacy-tool.py"]
     assert run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--fail-for", "pep522")[0] == 1
     assert run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--fail-for", "pep524")[0] == 0
@@ -391,7 +391,7 @@ def test_records_survive_another_users_partial_lines_in_the_shared_events_file(s
         assert raw.count(b"x") > 10 and not raw.endswith(b"\n"), "the other user's bytes are there"
         gate = ("report", "--events", str(events), "--no-journal")
         assert cli.main([*gate, "--fail-for", "pep522"]) == 1, "a record after a partial line still fails the gate"
-        found = gather.read_events_file(str(events))
+        found = events_files.read_events_file(str(events))
         assert {e["pid"] for e in found["events"] if e.get("program") != "decoy"} == pids, found
     finally:
         shutil.rmtree(top, ignore_errors=True)
@@ -509,7 +509,7 @@ def test_the_report_of_a_boots_journal_shows_the_calls_and_the_stall_the_shim_ca
 def test_an_event_in_both_the_file_and_the_journal_counts_once(tmp_path: Path) -> None:
     from urandom_shim.report import journal, shim_lines
 
-    entries, _problem = journal.read_journal(str(JOURNAL))
+    entries, _skipped = journal.read_export(str(JOURNAL))
     (first, _repeat) = shim_lines.events_from_journal(entries)
     events = tmp_path / "events.jsonl"
     events.write_text(_events.dumps({k: v for k, v in first.items() if k != "from"}) + "\n")
@@ -641,7 +641,7 @@ def test_a_record_names_the_machine_and_the_boot_it_was_written_on(shim: Venv, t
         assert list(record) == RECORD_KEYS, list(record)
         assert {name: record[name] for name in MACHINE_FIELDS} == machine
     assert without_events(result.stderr) == "", result.stderr
-    assert not gather.malformed(parent)
+    assert not events_files.malformed(parent)
 
 
 def test_the_machine_facts_are_read_at_the_first_event_and_never_at_start(shim: Venv, tmp_path: Path) -> None:
@@ -712,10 +712,10 @@ def test_the_report_reads_records_with_and_without_the_machine_facts_and_skips_m
     wrong = [{**new, "first_boot": "yes"}, {**new, "machine_id": 42}, {**new, "kernel": ["6.1"]}, {**new, "image": {}}]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(f"\n{_events.dumps(record)}\n" for record in [old, new, unknown, *wrong]))
-    records, problem, skipped = gather.read_events(str(path))
+    records, problem, skipped = events_files.read_events(str(path))
     assert problem is None and (len(records), skipped) == (3, 4)
     assert [record.get("hostname") for record in records] == [None, "web-17", None]
-    assert gather.malformed(wrong[0]) == "with a first_boot of the wrong type"
+    assert events_files.malformed(wrong[0]) == "with a first_boot of the wrong type"
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from urandom_shim import _events, _messages, _policies
 from urandom_shim._policies import LEGACY, NATIVE, PEP522, PEP524, Setting, Settings
 from urandom_shim.cli import main as cli
-from urandom_shim.report import gather, shim_lines
+from urandom_shim.report import events_files, shim_lines
 
 DATA = Path(__file__).resolve().parent / "data"
 RULE = "/etc/urandom-shim.toml (machine file) [[program]] match = 'early-*'"
@@ -114,7 +114,7 @@ def test_every_record_and_line_fits_and_keeps_every_field(
     assert len(b"\n" + record.encode() + b"\n") <= _events.MAX_RECORD
     read = json.loads(record)
     assert set(event) <= set(read), set(event) - set(read)
-    assert read["under"] == event["under"] and gather.malformed(read) is None
+    assert read["under"] == event["under"] and events_files.malformed(read) is None
     line = _messages.line(_events.describe(event))
     assert len(line) <= _messages.MAX_LINE and not line.endswith("…"), line
     parsed = shim_lines.parse_line(line)
@@ -166,9 +166,9 @@ def test_an_older_shims_line_in_the_journal_still_reads_without_outcomes() -> No
 
 def test_a_record_whose_outcomes_are_not_the_four_policies_is_skipped() -> None:
     good = json.loads(_events.fitted(an_event()))
-    assert gather.malformed(good) is None
+    assert events_files.malformed(good) is None
     for under in ({"native": "wait"}, {**good["under"], "pep524": "whatever"}, {**good["under"], "extra": "fine"}, []):
-        assert gather.malformed({**good, "under": under}) is not None, under
+        assert events_files.malformed({**good, "under": under}) is not None, under
 
 
 def test_two_records_that_differ_only_in_their_outcomes_are_two_rows(

@@ -10,26 +10,43 @@ add findings under them; it cannot make a finding go away, on its own machine or
 
 from __future__ import annotations
 
-import os
+from typing import Any, Callable, Dict, Iterable, List, Optional, TypedDict
 
+from .shim_lines import Record
+from .sources import Line, Stall
 from .verdict import RANK, SAID, call_site, group, program_name
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
-
-
-#: The most files ``--events DIR`` reads, and how deep it goes.
-MAX_EVENTS_FILES = 100_000
-MAX_DEPTH = 8
 #: The rows the text shows of each list before "and N more".
 SHOWN = 10
 
 
-def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = None) -> dict[str, Any]:
-    """An empty boot: what its sources say of it is added with :func:`note`. ``machine`` tells machines apart in the
-    counts: the machine id, else what the boot was read from (an events file whose records name no machine is one
-    machine)."""
+class Boot(TypedDict):
+    """One boot of the report, as its sources say (:func:`note`): its ids (``machine`` tells machines apart in the
+    counts: the machine id, else what the boot was read from, as an events file whose records name no machine is one
+    machine), what is known of it, its events from events files and from journals, its stalls, the files it was read
+    from, and the journal lines rejected and unread (counted; the first 20 of each kept)."""
+
+    machine: Optional[str]
+    machine_id: Optional[str]
+    boot_id: Optional[str]
+    hostname: Optional[str]
+    image: Optional[str]
+    kernel: Optional[str]
+    first_boot: Optional[bool]
+    first_seen: Optional[float]
+    crng_init_done: Optional[float]
+    file_events: List[Record]
+    journal_events: List[Record]
+    stalls: List[Stall]
+    sources: List[str]
+    rejected: int
+    rejected_lines: List[Line]
+    unread: int
+    unread_lines: List[Line]
+
+
+def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = None) -> Boot:
+    """An empty boot: what its sources say of it is added with :func:`note`."""
     return {
         "machine": machine or machine_id,
         "machine_id": machine_id,
@@ -44,72 +61,45 @@ def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = 
         "journal_events": [],
         "stalls": [],
         "sources": [],
+        "rejected": 0,
+        "rejected_lines": [],
+        "unread": 0,
+        "unread_lines": [],
     }
 
 
-def note(boot: dict[str, Any], **said: Any) -> None:
+def note(boot: Boot, **said: Any) -> None:
     """Add what a source says of a boot. A text already known is kept (the first source to say it), a first boot
     is one if any source says so, and of two ``crng init done`` times the later counts (as :mod:`.journal_facts`
     merges file sets: a machine forging another's ids can't move it earlier)."""
-    for name in ("hostname", "image", "kernel"):
-        if boot[name] is None and isinstance(said.get(name), str) and said[name]:
-            boot[name] = said[name]
+    if boot["hostname"] is None:
+        boot["hostname"] = _text(said.get("hostname"))
+    if boot["image"] is None:
+        boot["image"] = _text(said.get("image"))
+    if boot["kernel"] is None:
+        boot["kernel"] = _text(said.get("kernel"))
     if said.get("first_boot") is True:
         boot["first_boot"] = True
     elif said.get("first_boot") is False and boot["first_boot"] is None:
         boot["first_boot"] = False
-    for name, pick in (("crng_init_done", max), ("first_seen", min)):
-        value = said.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
-            boot[name] = value if boot[name] is None else pick(boot[name], value)
+    crng, seen = _number(said.get("crng_init_done")), _number(said.get("first_seen"))
+    if crng is not None:
+        boot["crng_init_done"] = crng if boot["crng_init_done"] is None else max(boot["crng_init_done"], crng)
+    if seen is not None:
+        boot["first_seen"] = seen if boot["first_seen"] is None else min(boot["first_seen"], seen)
 
 
-def events_files(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The events files that ``--events`` names: a file as given, and a directory's regular files below it (not
-    hidden ones, symlinks not followed, at most :data:`MAX_DEPTH` levels and :data:`MAX_EVENTS_FILES` files), in
-    name order. Returns (files, problems): a problem is (path, why) for a directory that can't be listed."""
-    import stat
-
-    files: list[str] = []
-    problems: list[tuple[str, str]] = []
-    for path in paths:
-        try:
-            found = os.stat(path)
-        except OSError:
-            files.append(path)  # reading it says what is wrong with it
-            continue
-        if not stat.S_ISDIR(found.st_mode):
-            files.append(path)
-            continue
-        _walk(path, 0, files, problems)
-    return files, problems
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
-def _walk(directory: str, depth: int, files: list[str], problems: list[tuple[str, str]]) -> None:
-    import stat
-
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError as exc:
-        problems.append((directory, f"can't be listed ({exc.strerror or type(exc).__name__})"))
-        return
-    for name in names:
-        if name.startswith(".") or len(files) >= MAX_EVENTS_FILES:
-            continue
-        path = os.path.join(directory, name)
-        try:
-            found = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(found.st_mode):
-            files.append(path)
-        elif stat.S_ISDIR(found.st_mode) and depth < MAX_DEPTH:
-            _walk(path, depth + 1, files, problems)
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return value
+    return None
 
 
-def boot_of(
-    boots: dict[Any, dict[str, Any]], machine_id: str | None, boot_id: str | None, machine: str | None = None
-) -> dict[str, Any]:
+def boot_of(boots: Dict[Any, Boot], machine_id: str | None, boot_id: str | None, machine: str | None = None) -> Boot:
     """The boot of these ids, made if new."""
     key = (machine or machine_id, boot_id)
     boot = boots.get(key)
@@ -126,7 +116,7 @@ def text_field(record: dict[str, Any], name: str) -> str | None:
 # -- per boot, then per program ------------------------------------------------------------------------------------
 
 
-def programs_of(boot: dict[str, Any]) -> list[dict[str, Any]]:
+def programs_of(boot: Boot) -> list[dict[str, Any]]:
     """One boot's programs, as one machine's report groups them: the records of its events files, and the journal's
     lines that no record of the same boot already holds as the same call (same program, process, call site and what
     was done there; dropping the journal's copy of it then changes no verdict and no count)."""
@@ -139,7 +129,7 @@ def programs_of(boot: dict[str, Any]) -> list[dict[str, Any]]:
 CALL_KEY = ("call", "caller", "site", "policy", "policy_source", "mode", "action", "would")
 
 
-def merge(per_boot: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+def merge(per_boot: list[tuple[Boot, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
     """The programs of every boot, one entry per program name: its calls merged by call site and what was done
     there, each with how many machines and boots made it; ``under`` the worst of every boot's, so no boot's finding
     is lost; ``machines``, ``boots``, ``first_boots`` and ``later_boots`` counted, and the images and kernels it ran
@@ -219,7 +209,7 @@ def _merge_program(into: dict[str, Any], program: dict[str, Any]) -> None:
 # -- machines and the fleet's figures --------------------------------------------------------------------------------
 
 
-def machines(boots: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def machines(boots: Iterable[Boot]) -> list[dict[str, Any]]:
     """One entry per machine id (None: the boots whose sources named no machine): its hostname, how many boots,
     whether a first boot was among them, its image and kernels."""
     found: dict[str | None, dict[str, Any]] = {}
@@ -255,7 +245,7 @@ def spread(values: list[float]) -> dict[str, Any]:
     }
 
 
-def figures(boots: list[dict[str, Any]]) -> dict[str, Any]:
+def figures(boots: list[Boot]) -> dict[str, Any]:
     """The fleet's figures: machines, boots and first boots; ``crng init done`` across boots (every boot, first
     boots, later boots; and how many boots did not say); machines per image and kernel; the units that stalled."""
     crng_all = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None]
@@ -266,9 +256,9 @@ def figures(boots: list[dict[str, Any]]) -> dict[str, Any]:
     stalled: dict[str, dict[str, Any]] = {}
     for boot in boots:
         key = (boot["machine"], boot["boot_id"])
-        for name, into in (("image", images), ("kernel", kernels)):
-            if boot[name]:
-                into.setdefault(boot[name], set()).add(boot["machine"])
+        for value, into in ((boot["image"], images), (boot["kernel"], kernels)):
+            if value:
+                into.setdefault(value, set()).add(boot["machine"])
         for stall in boot["stalls"]:
             entry = stalled.setdefault(
                 stall["unit"], {"unit": stall["unit"], "machines": set(), "boots": set(), "lost": [], "avoid": []}
@@ -305,7 +295,7 @@ def _counted(found: dict[str, set[Any]]) -> list[dict[str, Any]]:
     return sorted(rows, key=lambda row: (-row["machines"], row["name"]))
 
 
-def boots_json(boots: list[dict[str, Any]], programs: dict[Any, list[str]]) -> list[dict[str, Any]]:
+def boots_json(boots: list[Boot], programs: dict[Any, list[str]]) -> list[dict[str, Any]]:
     """Each boot as ``--json`` lists it: its ids, hostname, image, kernel, first boot, crng init done, where it was
     read, and the programs that called in its window."""
     return [
@@ -324,7 +314,7 @@ def boots_json(boots: list[dict[str, Any]], programs: dict[Any, list[str]]) -> l
     ]
 
 
-def assemble(boots: dict[Any, dict[str, Any]], progress: Callable[[], None] | None = None) -> dict[str, Any]:
+def assemble(boots: Dict[Any, Boot], progress: Callable[[], None] | None = None) -> dict[str, Any]:
     """Programs, machines, boots and the fleet's figures of ``boots`` (key -> boot, as :func:`new_boot` makes)."""
     ordered = sorted(
         boots.values(),

@@ -9,6 +9,7 @@ carries none, is read by the policy table for its call's site (:func:`inferred`)
 from __future__ import annotations
 
 import os
+from typing import NamedTuple, Optional
 
 from .. import _events, _policies
 from .._terminal import escaped
@@ -17,14 +18,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Iterable
 
+    from .sources import Report, Source
+
 
 #: The call sites whose bytes are meant for secrets; the two seeding sites only seed the ``random`` module.
 STRONG_SITES = (_policies.URANDOM, _policies.SECRETS)
 #: The sites a record may name: the policy table's, and report mode's explicit wait that nothing would end.
 KNOWN_SITES = (*_policies.SITES, _policies.EXPLICIT_WAIT)
-#: The problem of an events file that holds nothing but blanks (:mod:`.gather` reads it; an empty file of a fleet is
-#: a machine that wrote nothing, which ``--allow-empty`` accepts).
-EMPTY_EVENTS_FILE = "empty (the shim creates it only to write a record to it)"
 #: What one call comes to under a policy, worst last: nothing to see, a wait, weak bytes, an exception.
 FINE, WAIT, WEAK, RAISE = "fine", "wait", "weak", "raise"
 RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
@@ -263,52 +263,55 @@ def _names(entries: list[dict[str, Any]], fleet: bool, shown: int = 5) -> str:
     return ", ".join(named) + more
 
 
-def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | None, str | None, bool] | None:
-    """Why ``--fail-for`` can't pass on this report although no program fails: (the source in words, or None when
-    nothing at all was read; its problem; whether there simply was nothing there, which ``--allow-empty`` accepts).
-    None when it can pass. A source asked for and not read fails it: an events file named or configured that does
-    not exist, can't be read or is refused, a journal that can't be read, a journal directory with no journal file
-    that could be read. So does reading nothing at all. (A fleet's files that can't be read are reported and
-    skipped: the machines that were read still decide.)"""
+class Unread(NamedTuple):
+    """Why ``--fail-for`` can't pass on a report although no program fails (:func:`unread`): the source in words
+    (None when nothing at all was read), its problem in words, and whether there simply was nothing there (which
+    ``--allow-empty`` accepts)."""
+
+    source: Optional[str]
+    problem: Optional[str]
+    absent: bool
+
+
+def unread(report: Report, *, allow_empty: bool = False) -> Unread | None:
+    """Why ``--fail-for`` can't pass on this report although no program fails, or None when it can. A source asked
+    for fails it when it was not read, or not in full: any problem but those that mean there was nothing there
+    (:data:`urandom_shim.report.sources.ABSENT`, which ``allow_empty`` accepts) is something asked for and not read,
+    whose findings are unknown. So does reading nothing at all. The kind of each problem decides, never its words."""
+    from .sources import absent, said
+
     sources = report["sources"]
     events, journal = sources.get("events"), sources.get("journal")
-    asked = []
+    asked: list[tuple[str, Source]] = []
     if events is not None and events["path"] is not None:
-        asked.append((f"the events {'files' if 'paths' in events else 'file'} {escaped(events['path'])}", events))
+        several = len(events["paths"]) != 1 or events["files"] + len(events["problems"]) > 1
+        asked.append((f"the events {'files' if several else 'file'} {escaped(events['path'])}", events))
     if journal is not None:
         asked.append((f"the journal ({escaped(journal['path'])})", journal))
     for directory in sources.get("journal_dirs", ()):
         asked.append((f"the journal directory {escaped(directory['path'])}", directory))
     for name, source in asked:
-        if not source["read"] and not (allow_empty and source["absent"]):
-            problem = source.get("problem") or "; ".join(_problems(source)[:1]) or "nothing in it could be read"
-            return name, escaped(problem).rstrip("."), bool(source["absent"])
-        if source.get("problems"):
-            # Over a fleet, a file that could not be read is a machine whose findings are unknown: the gate can't
-            # pass for it, whatever the others say (the machines that were read still fail it, with exit 1).
-            # An empty events file is a machine that wrote nothing (the tmpfiles.d snippet creates the file at
-            # boot): with --allow-empty, as for one machine's file, that is a boot without events.
-            problems = _problems(source, allow_empty=allow_empty)
-            if not problems:
+        problems = [found for found in source["problems"] if not (allow_empty and absent(found))]
+        if not source["read"] and not problems:
+            if allow_empty and source["absent"]:
                 continue
+            return Unread(
+                name, escaped(source["problem"] or "nothing in it could be read").rstrip("."), source["absent"]
+            )
+        if not source["read"]:
+            whole = source["problem"] if source["problem"] and len(source["problems"]) == 1 else said(problems[0])
+            return Unread(name, escaped(whole).rstrip("."), all(absent(found) for found in problems))
+        if problems:
+            # A file that could not be read is a machine whose findings are unknown: the gate can't pass for it,
+            # whatever the others say (the machines that were read still fail it, with exit 1).
             more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
-            return name, escaped(f"not in full: {problems[0]}{more}").rstrip("."), False
+            return Unread(name, escaped(f"not in full: {said(problems[0])}{more}").rstrip("."), False)
     if not any(source["read"] for _name, source in asked) and not allow_empty:
-        return None, None, True
+        return Unread(None, None, True)
     return None
 
 
-def _problems(source: dict[str, Any], *, allow_empty: bool = False) -> list[str]:
-    """A fleet source's problems as lines: a journal directory's name their file; an events file's are said of it.
-    With ``allow_empty``, an events file that is empty is none."""
-    return [
-        p if isinstance(p, str) else f"{p['path']}: {p['problem']}"
-        for p in source.get("problems") or ()
-        if not (allow_empty and isinstance(p, dict) and p.get("problem") == EMPTY_EVENTS_FILE)
-    ]
-
-
-def fails(report: dict[str, Any], policy: str) -> bool:
+def fails(report: Report, policy: str) -> bool:
     """``--fail-for``: whether some program would raise or use weak bytes under ``policy``."""
     found = report["verdict"][policy]
     return bool(found["raise"] or found["weak"])
