@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import errno
 import json
+import threading
 import time
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import IO, Callable, Iterator
 
 import pytest
 from conftest import FakeKernel, Venv, assert_sigint_interrupts_promptly, spawn
@@ -162,6 +163,15 @@ def test_getrandom_missing_or_denied_counts_as_ready_and_unknown(
     assert result.stdout == "unknown True True 16\n", result.stderr
 
 
+def line_within(stream: IO[str], seconds: float) -> list[str]:
+    """The next line of ``stream`` if it comes within ``seconds`` (a line already buffered counts), else none."""
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(stream.readline()), daemon=True)
+    reader.start()
+    reader.join(seconds)
+    return got
+
+
 @pytest.mark.cpython_only("PyPy has no os.getrandom, and waits on /dev/random (tests/test_pypy.py)")
 def test_the_fake_kernel_holds_the_gil_in_os_getrandom_as_the_real_one_does(
     kernel: tuple[Venv, Path], env_for: Callable[..., dict[str, str]]
@@ -172,6 +182,7 @@ def test_the_fake_kernel_holds_the_gil_in_os_getrandom_as_the_real_one_does(
     code = (
         "import os, sys, threading, time\n"
         "call = os.getrandom if sys.argv[1] == 'getrandom' else os.urandom\n"
+        "print('starting the thread', flush=True)\n"
         "threading.Thread(target=call, args=(1,) if call is os.urandom else (1, 0), daemon=True).start()\n"
         "time.sleep(0.2)\n"
         "print('other thread ran', time.monotonic(), flush=True)\n"
@@ -179,11 +190,21 @@ def test_the_fake_kernel_holds_the_gil_in_os_getrandom_as_the_real_one_does(
     for call in ("getrandom", "urandom"):
         trigger.touch()
         proc = spawn(venv, code, env_for(trigger, "native"), args=(call,))
-        time.sleep(1.0)
-        removed = time.monotonic()
-        trigger.unlink()
-        out, err = proc.communicate(timeout=20)
-        ran_at = float(out.split()[-1])
+        try:
+            # Timed from the thread's start, not the interpreter's, which a loaded machine can make last a second.
+            assert proc.stdout is not None and proc.stdout.readline().strip() == "starting the thread"
+            ran: list[str] = []
+            if call == "getrandom":  # the main thread stays frozen, however long the kernel stays unready
+                time.sleep(1.0)
+            else:  # the main thread runs while the other waits: its line comes before the kernel is ready
+                ran = line_within(proc.stdout, 20)
+                assert ran, "the main thread never ran while os.urandom blocked"
+            removed = time.monotonic()
+            trigger.unlink()
+            out, err = proc.communicate(timeout=20)
+        finally:
+            proc.kill()
+        ran_at = float((ran[0] if ran else out).split()[-1])
         if call == "getrandom":
             assert ran_at >= removed, f"the main thread ran while os.getrandom blocked: {out} {err}"
         else:
