@@ -343,7 +343,8 @@ def test_report_mode_behaves_as_native_and_the_verdict_matches_what_the_boot_did
     assert call["diagnostics"] == [
         f"{REPORT_ONLY}os.urandom(16) called from {caller} before the kernel CRNG was ready, {event['boot_time']:.2f} "
         f"s after boot: left it to the interpreter ({event['waited']:.2f} s); policy 'pep522' (from environment "
-        "variable URANDOM_POLICY) would have raised BlockingIOError."
+        "variable URANDOM_POLICY) would have raised BlockingIOError; under each policy: native waits, pep524 waits, "
+        "pep522 raises, legacy weak bytes."
     ]
 
     # The report: exactly that program, with that call as it happened.
