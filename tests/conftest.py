@@ -9,6 +9,7 @@ skipped with a visible reason, never silently.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import re
@@ -114,6 +115,54 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.venv)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "stage(name): a row of its own in tests/run's time table (tests/stages.py): the real boots, the "
+        "Debian package, the fleet test; one row per name and parameters, whatever the interpreter",
+    )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Each phase's report of a ``stage`` test carries the row it adds to (the controller's, under xdist)."""
+    outcome = yield
+    marker = item.get_closest_marker("stage")
+    if marker is not None:
+        callspec = getattr(item, "callspec", None)
+        params = [str(v) for k, v in (callspec.params.items() if callspec else ()) if k != "python"]
+        report = outcome.get_result()
+        row = marker.args[0] + (f" ({', '.join(params)})" if params else "")
+        report.user_properties = [*report.user_properties, ("stage", row)]
+
+
+#: The time table's rows of this run's ``stage`` tests: name -> [began, seconds, worst status, ran].
+_STAGE_ROWS: dict[str, list[Any]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    row = next((value for name, value in report.user_properties if name == "stage"), None)
+    if row is None:
+        return
+    began = getattr(report, "start", time.time() - report.duration)
+    entry = _STAGE_ROWS.setdefault(row, [began, 0.0, 0, False])
+    entry[0] = min(entry[0], began)
+    entry[1] += report.duration
+    entry[2] = max(entry[2], 1 if report.failed else 0)
+    entry[3] = entry[3] or (report.when == "call" and not report.skipped)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The rows of the tests that ran (a skipped one adds none), for tests/run's table."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from stages import record
+
+    for row, (began, seconds, status, ran) in _STAGE_ROWS.items():
+        if ran or status:
+            record(row, began, seconds, status)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str]:
     lines = []
     for spec in python_specs():
@@ -124,7 +173,17 @@ def pytest_report_header(config: pytest.Config) -> list[str]:
 
 #: An empty directory for the user file of every interpreter a test starts, unless the test gives its own
 #: ``XDG_CONFIG_HOME``: a developer's own ``~/.config/urandom-shim/config.toml`` must not change a test's outcome.
+#: Each process that imports this module (the controller, each worker, nox) removes its own at exit, and a child
+#: forked from it leaves it in place.
 EMPTY_CONFIG_HOME = Path(tempfile.mkdtemp(prefix="urandom-shim-tests-config-"))
+
+
+def _remove_empty_config_home(owner: int = os.getpid()) -> None:
+    if os.getpid() == owner:
+        shutil.rmtree(EMPTY_CONFIG_HOME, ignore_errors=True)
+
+
+atexit.register(_remove_empty_config_home)
 
 
 @pytest.fixture(autouse=True)
@@ -557,7 +616,9 @@ def _boot_table(terminalreporter: Any) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """Measurements worth reading after a run: the real-kernel boots (tests/kernel), CPython's own test suites
     (tests/test_cpython_suites.py) and the routes to randomness (tests/test_routes.py), one row per boot, run or
-    route."""
+    route. ``URANDOM_SHIM_TABLES=0`` (the quick tier's) leaves them out."""
+    if os.environ.get("URANDOM_SHIM_TABLES", "") == "0":
+        return
     suites = _properties(terminalreporter, "cpython_suite")
     if suites:
         header = ("python", "condition", "tests run", "failures", "errors", "skipped", "modules")
