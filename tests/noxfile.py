@@ -7,8 +7,10 @@
 One session per interpreter: CPython 3.8 to 3.13 from pyenv, Debian's /usr/bin/python3 with its own
 sitecustomize, and Debian's 3.14 and 3.15 from sid (``sid:3.14``, ``sid:3.15``), which run in a sid root of their own
 (tests/sid.py) without the real-kernel and boot tests; and PyPy, Debian 12's /usr/bin/pypy3 and sid's (``sid:pypy3``),
-with the tests that apply to it (PYPY_TESTS below). Each session makes a fresh venv of that interpreter, installs the wheel (built once, before the
-sessions: ``URANDOM_SHIM_WHEEL``) and the test requirements, and runs pytest there. So the tests that run in-process
+with the tests that apply to it (PYPY_TESTS below). Debian's python3 has a second session, ``boots``: the real Debian
+boots, the package build and the fleet test, which tests/run (tests/stages.py) runs beside the others. Each session
+makes a fresh venv of that interpreter, installs the wheel (built once, before the sessions: ``URANDOM_SHIM_WHEEL``)
+and the test requirements, and runs pytest there. So the tests that run in-process
 import the installed package, not the source tree, and every test that starts interpreters starts this one. An
 interpreter that is not installed is skipped, and nox prints the reason in its summary; under CI (``CI=true``, which
 ``.ci/run`` sets) it fails the run instead, so CI can't pass on part of the matrix.
@@ -29,7 +31,7 @@ from conftest import find_python  # noqa: E402 - the same interpreter lookup as 
 ALL = "3.8,3.9,3.10,3.11,3.12,3.13,sid:3.14,sid:3.15,/usr/bin/python3,/usr/bin/pypy3,sid:pypy3"
 SPECS = [s.strip() for s in os.environ.get("URANDOM_SHIM_TEST_PYTHONS", ALL).split(",") if s.strip()]
 
-nox.options.sessions = ["matrix"]
+nox.options.sessions = ["matrix", "boots"]
 
 
 #: The interpreters whose sessions run every test: the oldest, the newest, and Debian's own with the
@@ -39,6 +41,10 @@ nox.options.sessions = ["matrix"]
 #: ``lengthy`` tests, which only the quick tier (tests/run --quick) leaves out, run in every session.
 FULL = {"3.8", "sid:3.15", "/usr/bin/python3"}
 REDUCED = "(not slow or cpython_suites)"
+#: The sessions that leave out the in-process tests (``-m venv``): those import the installed package into pytest's
+#: own interpreter and start none, so 3.8, 3.13, sid's 3.14 and 3.15 and Debian's 3.11 cover them; 3.9 to 3.12 run
+#: every test that starts their interpreter. URANDOM_SHIM_MATRIX_FULL=1 runs them everywhere too.
+VENV_ONLY = {"3.9", "3.10", "3.11", "3.12"}
 
 
 def selection(spec: str, posargs: list[str], base: str | None = None) -> list[str]:
@@ -46,8 +52,19 @@ def selection(spec: str, posargs: list[str], base: str | None = None) -> list[st
     if any(a == "-m" or a.startswith("-m") for a in posargs):
         return []
     full = spec in FULL or os.environ.get("URANDOM_SHIM_MATRIX_FULL", "") not in ("", "0")
-    parts = [p for p in (base, None if full else REDUCED) if p]
+    venv_only = spec in VENV_ONLY and not full
+    parts = [p for p in (base, None if full else REDUCED, "venv" if venv_only else None) if p]
     return ["-m", " and ".join(parts)] if parts else []
+
+
+#: The order tests/stages.py starts the sessions in, two at a time: the longest first, so that the last to end is a
+#: short one; sid's after the host's first two, by when its root (tests/roots.py) is built.
+ORDER = ("/usr/bin/python3", "3.8", "sid:3.15", "3.13", "sid:3.14", "3.11", "3.9", "3.10", "3.12")
+
+
+def session_order(specs: list[str]) -> list[str]:
+    """``specs`` in :data:`ORDER`, then the rest (PyPy's, short) in their own order."""
+    return sorted(specs, key=lambda spec: ORDER.index(spec) if spec in ORDER else len(ORDER))
 
 
 #: PyPy's session (Debian's pypy3, issue 36): the tests of start-up, waiting and the command line that apply to PyPy,
@@ -122,6 +139,46 @@ def matrix(session: nox.Session, spec: str) -> None:
     if "pypy" in spec:
         pypy(session, spec)
         return
+    # The real boots run in a session of their own (boots, below), beside the others: elsewhere they would skip.
+    posargs = narrowed(session.posargs, "not boot") if marked(session.posargs) else session.posargs
+    chosen = selection(spec, session.posargs, "not boot")
+    on_host(session, spec, f"matrix-{label(spec)}", ["-n", "2", *chosen], posargs)
+
+
+DEBIAN = "/usr/bin/python3"
+
+
+@nox.session(python=False)
+def boots(session: nox.Session) -> None:
+    """Debian's python3 with the real Debian boots, the Debian package and the fleet test (tests/boot): one guest at
+    a time, on one worker, beside the matrix's other sessions (tests/stages.py). Part of Debian's python3, which runs
+    every test: matrix(debian) runs the rest."""
+    if DEBIAN not in SPECS:
+        session.skip(f"{DEBIAN} is not in URANDOM_SHIM_TEST_PYTHONS")
+    on_host(session, DEBIAN, "boots-debian", ["-p", "no:xdist"], narrowed(session.posargs, "boot"))
+
+
+def marked(posargs: list[str]) -> bool:
+    """Whether the command line gives a ``-m`` expression."""
+    return any(a == "-m" or a.startswith("-m") for a in posargs)
+
+
+def narrowed(posargs: list[str], marks: str) -> list[str]:
+    """``posargs`` with their ``-m`` expression (or none) narrowed to ``marks`` as well."""
+    out, given = [], None
+    for index, arg in enumerate(posargs):
+        if arg == "-m" and index + 1 < len(posargs):
+            given = posargs[index + 1]
+        elif arg.startswith("-m") and arg != "-m":
+            given = arg[2:]
+        elif not (index and posargs[index - 1] == "-m"):
+            out.append(arg)
+    return [*out, "-m", f"({given}) and {marks}" if given else marks]
+
+
+def on_host(session: nox.Session, spec: str, name: str, chosen: list[str], posargs: list[str]) -> None:
+    """pytest in a fresh venv of the host's interpreter ``spec``, with the wheel and the requirements installed.
+    Where the command line narrows the tests (``-k``, ``-m``), a session it leaves none (exit status 5) passes."""
     interpreter = find_python(spec)
     if interpreter is None:
         missing = f"interpreter {spec} of the declared matrix is not installed on this machine"
@@ -131,7 +188,7 @@ def matrix(session: nox.Session, spec: str) -> None:
     wheel = os.environ.get("URANDOM_SHIM_WHEEL")
     if not wheel or not Path(wheel).is_file():
         session.error("URANDOM_SHIM_WHEEL must name the built wheel (tests/run builds it)")
-    venv = ROOT / ".nox" / f"matrix-{label(spec)}"
+    venv = ROOT / ".nox" / name
     session.run(str(interpreter), "-m", "venv", "--clear", str(venv), external=True)
     python = str(venv / "bin" / "python")
     requirements = str(ROOT / "tests" / "matrix-requirements.txt")
@@ -144,10 +201,9 @@ def matrix(session: nox.Session, spec: str) -> None:
         str(venv / "bin" / "pytest"),
         "-o",
         "pythonpath=",
-        "-n",
-        "2",
-        *selection(spec, session.posargs),
-        *session.posargs,
+        *chosen,
+        *posargs,
         env={"URANDOM_SHIM_TEST_PYTHONS": str(interpreter), "URANDOM_SHIM_TEST_INSTALLED": "1"},
         external=True,
+        success_codes=[0, 5] if session.posargs else [0],
     )

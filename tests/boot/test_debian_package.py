@@ -32,7 +32,7 @@ from test_real_boot import every_boot, in_this_session
 
 from debian import Unavailable, run, unavailable
 
-pytestmark = pytest.mark.boot
+pytestmark = [pytest.mark.boot, pytest.mark.stage("the Debian package")]
 
 ROOT = Path(__file__).resolve().parents[2]
 #: What the build host needs beyond debian/control's Build-Depends: build-essential, which dpkg-buildpackage checks

@@ -465,6 +465,7 @@ def boot_ids() -> list[str]:
     return [f"{suite}-{series}" for suite, series in BOOTS]
 
 
+@pytest.mark.stage("boot")
 @pytest.mark.parametrize("policy", POLICIES)
 @pytest.mark.parametrize(("suite", "series"), BOOTS, ids=boot_ids())
 def test_a_first_boot_with_the_shim_system_wide(
@@ -577,6 +578,7 @@ def report_words(
     return f"{case}; {verdict}; stalls: {stalls}"
 
 
+@pytest.mark.stage("boot in report mode")
 @pytest.mark.parametrize(("suite", "series"), BOOTS, ids=boot_ids())
 def test_a_first_boot_in_report_mode_and_its_report(
     report_boots: ReportBoots, record_property: Any, suite: str, series: str
@@ -771,6 +773,7 @@ def journalctl_json(*args: str) -> list[dict[str, Any]]:
     return [json.loads(line) for line in done.stdout.splitlines()]
 
 
+@pytest.mark.stage("the fleet test")
 def test_a_fleet_report_over_journals_systemd_journal_remote_collected(
     report_boots: ReportBoots, shim: Venv, tmp_path: Path, record_property: Any
 ) -> None:
