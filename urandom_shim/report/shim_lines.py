@@ -4,15 +4,16 @@ catalogue's templates, and which lines to believe (journald's trusted fields, ne
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from typing import Any, Iterable, List, NamedTuple, Optional
 
 from .. import _events, _messages, _policies
 from . import journal, stalls
 from .journal import Entry
 from .sources import Line
 
-#: A record of an event, as the events file holds it (:mod:`urandom_shim._events`).
-Record = Dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .._events import Record
 
 
 # -- the shim's lines ------------------------------------------------------------------------------------------------
@@ -114,7 +115,7 @@ def _patterns() -> dict[str, Any]:
     return _patterns_cache
 
 
-def parse_line(text: str) -> dict[str, Any] | None:
+def parse_line(text: str) -> Record | None:
     """The event a line of the shim's stderr describes (:func:`urandom_shim._events.describe`, with or without the
     ``urandom-shim:`` prefix), or None if it describes none. The fields the line holds: event (``call`` or
     ``repeat``), call, caller, simulated (True or False), boot_time; for a call, mode, action, waited (0.0 where the
@@ -128,7 +129,7 @@ def parse_line(text: str) -> dict[str, Any] | None:
     if matched is None:
         return None
     mode, match = matched
-    event: dict[str, Any] = {
+    event: Record = {
         "event": "repeat" if mode is None else "call",
         "call": match["call"],
         "caller": match["caller"],
@@ -147,14 +148,12 @@ def parse_line(text: str) -> dict[str, Any] | None:
         would = next(key for key, text in _events.WOULD.items() if text == match["would"])
     else:
         would = WOULD_OF_ACTION[action]
-    event.update(
-        mode=mode,
-        action=action,
-        waited=0.0 if waited is None else _bounded(waited, journal.MAX_SECONDS),
-        policy=match["policy"],
-        policy_source=match["source"],
-        would=would,
-    )
+    event["mode"] = mode
+    event["action"] = action
+    event["waited"] = 0.0 if waited is None else _bounded(waited, journal.MAX_SECONDS)
+    event["policy"] = match["policy"]
+    event["policy_source"] = match["source"]
+    event["would"] = would
     said = match.groupdict().get("outcomes")
     if said is not None:
         event["under"], event["timeout"] = _outcomes(said)
@@ -349,9 +348,10 @@ def _event(entry: Entry, parsed: Record) -> Record:
         began = round(max(0.0, logged - min(max(waited, 0.0), logged)), 3)
     command = journal.field(entry, "_CMDLINE") or journal.field(entry, "_COMM")
     parsed.pop("boot_time", None)  # the text's own time: the entry's is journald's
+    kind = parsed.pop("event", "call")
     event: Record = {
         "v": _events.VERSION,
-        "event": parsed.pop("event"),
+        "event": kind,
         "boot_time": began,
         "pid": _int(journal.field(entry, "_PID")),
         "uid": _int(journal.field(entry, "_UID")),
