@@ -182,3 +182,22 @@ def test_two_records_that_differ_only_in_their_outcomes_are_two_rows(
     path.write_text("\n".join(json.dumps(r) for r in (forged, honest)) + "\n")
     code, _out = run_report("--events", str(path), "--no-journal", "--fail-for", "pep522", capsys=capsys)
     assert code == 1
+
+
+def test_two_machines_whose_calls_differ_only_in_what_a_policy_would_do_keep_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One machine's program has a timeout that a long window outlasts (pep524 raises after it), another's none
+    (pep524 waits): over the fleet, each call site keeps its own outcomes, and pep524's verdict is the raise."""
+    waits = json.loads(_events.fitted(an_event(machine_id="1" * 32, boot_id="a" * 32)))
+    waits["under"] = {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"}
+    raises = json.loads(_events.fitted(an_event(machine_id="2" * 32, boot_id="b" * 32)))
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    (fleet / "one.jsonl").write_text(json.dumps(waits) + "\n")
+    (fleet / "two.jsonl").write_text(json.dumps(raises) + "\n")
+    code, out = run_report("--events", str(fleet), "--json", "--fail-for", "pep524", capsys=capsys)
+    assert code == 1, out
+    (program,) = json.loads(out)["programs"]
+    assert sorted(call["outcomes"]["pep524"] for call in program["calls"]) == ["wait", "wait-then-raise"]
+    assert all(call["machines"] == 1 for call in program["calls"])
