@@ -354,7 +354,7 @@ def find_python_version(python: Path) -> tuple[int, int]:
 WITHOUT_PROC = 'mkdir -p "$PROC_AT" && mount --bind /proc "$PROC_AT" && mount -t tmpfs none /proc && exec "$@"'
 
 
-@pytest.mark.parametrize("version", ["3.8", "pypy3"])
+@pytest.mark.parametrize("version", ["3.8", pytest.param("pypy3", marks=pytest.mark.slow)])
 def test_an_m_modules_name_is_read_by_the_question_as_the_program_reads_it(
     shim: Venv, unready: dict[str, str], tmp_path: Path, version: str
 ) -> None:
@@ -455,6 +455,7 @@ def test_no_seed_where_the_start_starts_a_process_before_the_shim_takes_the_seed
     assert len(said) == 1 and "before its shim could take the seed out" in said[0], result.stderr
 
 
+@pytest.mark.slow  # waits for a question that sleeps
 def test_sigterm_to_run_ends_its_question_too(
     shim: Venv, python: Path, unready: dict[str, str], tmp_path: Path
 ) -> None:
