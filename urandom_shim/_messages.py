@@ -307,10 +307,12 @@ ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardw
 SIMULATION_NOTE = " (The unready state is simulated by URANDOM_SHIM_SIMULATE={spec}.)"
 POLICY_PHRASE = "urandom-shim policy '{value}' (from {source})"
 FAIL_FAST_HINT = "To fail fast instead, set URANDOM_POLICY=pep522. "
+FAIL_FAST_FLAG_HINT = "To fail fast instead, use {command} --policy pep522. "
+BOUND_HINT = "To bound the wait, set URANDOM_SHIM_TIMEOUT=SECONDS. "
 WAITING = (
     "{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
-    "{policy_phrase}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
-    "URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {entropy_hint}.{simulation_note}"
+    "{policy_phrase}. It returns as soon as the kernel is ready. {fail_fast}{bound}To end it, "
+    "{entropy_hint}.{simulation_note}"
 )
 BAD_TIMEOUT_NUMBER = "timeout must be a number of seconds >= 0 or None, not {seconds!r}"
 URANDOM_BLOCK_FALSE_WITH_TIMEOUT = "block=False never waits, so it takes no timeout"
@@ -370,6 +372,35 @@ RUN_NO_SHIM_THERE = (
     "seed out of its environment"
 )
 RUN_SHIM_SILENT = "its shim started but did not answer what the program will resolve"
+RUN_NOT_AN_INTERPRETER = (
+    "{name} is not a Python interpreter that run starts itself (env, sh -c, a shell script, a pyenv shim, a #! line "
+    "without an absolute path to Python), so which program it starts, and when, can't be known"
+)
+RUN_THROUGH_PROC = (
+    "its script {script!r} is reached through /proc (as /dev/stdin and /dev/fd/N are), which names another file "
+    "in each process, so what that program resolves can't be asked before it starts"
+)
+RUN_STARTED_FIRST = (
+    "its start started a process ({started}) before its shim could take the seed out (code of a .pth file, which "
+    "site runs before ours), and that process would keep the seed"
+)
+RUN_WAITING = (
+    "{subcommand}: {command} has waited {elapsed:.1f} s before it starts, for the kernel's random number "
+    "generator: its policy '{policy}' with on_timeout 'fallback' waits at most {timeout:g} s, then starts it with "
+    "PYTHONHASHSEED from non-blocking kernel bytes (each of its own calls then waits its own timeout). To end the "
+    "wait, {entropy_hint}."
+)
+RUN_SETTINGS_IGNORED = (
+    "{subcommand}: {command} starts Python with {option}, so the settings given to {subcommand} do not reach its "
+    "program: {why}."
+)
+RUN_WHY_NO_SITE = "no site runs there, so no shim starts"
+RUN_WHY_NO_ENVIRONMENT = (
+    "it ignores PYTHON* variables, so run's bootstrap does not start there, and a shim installed there ignores the "
+    "URANDOM_* variables that carry the settings"
+)
+RUN_NO_COMMAND = "no command given; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
+RUN_EMPTY_COMMAND = "the command after '--' is an empty name; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
 RUN_BAD_ENVIRONMENT = (
     "the environment holds an entry with {what} ({entry!r}), which no program can be given; start "
     "{subcommand} from an environment without it (env -i NAME=VALUE ... urandom-shim {subcommand} ...)"

@@ -55,14 +55,13 @@ NATIVE_SEMANTICS = (
 )
 
 #: What PyPy (Debian's pypy3: 7.3.11 on Debian 12, newer in sid) does on its own: no os.getrandom, and an os.urandom
-#: that reads /dev/urandom.
+#: (and a start, and random's seeding) that reads /dev/urandom.
 NATIVE_SEMANTICS_PYPY = (
-    "os.urandom() and SystemRandom read /dev/urandom and never wait (PyPy does not implement PEP 524), so before the "
-    "CRNG is initialised they may return predictable bytes; secrets does the same; there is no os.getrandom(); "
-    "seeding random never blocks. Choose pep524 or pep522 for the guarantee CPython gives on its own."
+    "os.urandom(), SystemRandom, secrets and seeding random read /dev/urandom (PyPy does not implement PEP 524, and "
+    "has no os.getrandom()): before the CRNG is initialised they return predictable bytes at once on Linux before "
+    "5.18, and wait for the kernel's jitter generator on 5.18+ (about a second; longer where it can't run). Choose "
+    "pep524 or pep522 for the guarantee CPython gives on its own."
 )
-#: What a PyPy interpreter's own start does while the CRNG is unready: it reads its hash secret without waiting.
-RUN_START_PYPY = "reads its hash secret with a non-blocking getrandom(), so it never waits (PyPy's own start)"
 
 #: What does not work on this interpreter, as status and check say it (docs/explanation/compatibility.md).
 LIMIT_PYPY_OLD_KERNEL = (
@@ -71,8 +70,9 @@ LIMIT_PYPY_OLD_KERNEL = (
     "or on Linux 5.6 or later, for the policy to apply."
 )
 LIMIT_PYPY_NATIVE = (
-    "Under policy 'native' PyPy's own os.urandom() never waits, unlike CPython's: choose pep524 to wait for the "
-    "CRNG, or pep522 to refuse bytes until it is ready."
+    "Under policy 'native' PyPy's own os.urandom() reads /dev/urandom, which before Linux 5.18 returns predictable "
+    "bytes without waiting, unlike CPython's: choose pep524 to wait for the CRNG, or pep522 to refuse bytes until "
+    "it is ready."
 )
 
 LIMIT_PYPY_EARLY_REFERENCES = (
@@ -81,8 +81,8 @@ LIMIT_PYPY_EARLY_REFERENCES = (
     "defaultdict), in a bound method or a lazy iterator (map, itertools.repeat), in an attribute declared in "
     "__slots__, or in a "
     "local variable of a function still running, can't be replaced: a call through it gets PyPy's own os.urandom, "
-    "which never waits (CPython's waits). Every other reference gets the policy. Keep such references in a module, "
-    "a class, a list or a dict value instead."
+    "which before Linux 5.18 returns predictable bytes without waiting (CPython's waits). Every other reference "
+    "gets the policy. Keep such references in a module, a class, a list or a dict value instead."
 )
 
 
@@ -147,11 +147,13 @@ def describe_run_start(settings: _policies.Settings) -> str:
     """What ``urandom-shim run`` does for a program's interpreter start while the kernel's CRNG is unready."""
     policy, timeout = settings.policy_value, settings.timeout.value
     wrapped = RUN_START_WRAPPED
+    if settings.reporting:  # report mode behaves as native: run gives no seed
+        return RUN_START_WAITS
     if policy is _policies.LEGACY:
         return RUN_START_SEED + wrapped
     if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
         return RUN_START_FALLBACK.format(timeout=timeout) + wrapped
-    return RUN_START_PYPY if is_pypy() else RUN_START_WAITS
+    return RUN_START_WAITS
 
 
 def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
