@@ -273,3 +273,42 @@ def test_a_floor_makes_native_wait_on_pypy_and_check_says_why(
     trigger.unlink()
     out, err = process.communicate(timeout=30)
     assert process.returncode == 0 and out.strip() == "returned", err
+
+
+def test_report_mode_keeps_the_floor_where_pypys_own_urandom_would_not(
+    shim: Venv, python: Path, unready: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """Report mode behaves as native, but never below the floor: PyPy's own os.urandom() returns weak bytes while
+    the CRNG is unready (before Linux 5.18), so under a floor report mode waits first, as enforcing would."""
+    env, trigger = unready
+    config = tmp_path / "machine.toml"
+    config.write_text('policy = "pep522"\nmode = "report"\nallow_weak = false\n')
+    env = {**env, "URANDOM_SHIM_MACHINE_CONFIG": str(config), "FAKE_KERNEL_RELEASE": "5.10.0-28-amd64"}
+    process = spawn(shim, WAIT_THEN_URANDOM, env)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "waiting"
+    time.sleep(1.0)
+    assert process.poll() is None, process.communicate()  # still waiting: no weak bytes, report mode or not
+    trigger.unlink()
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and out.strip() == "returned", err
+
+
+def test_report_mode_records_weak_bytes_where_the_interpreters_own_code_returned_them(
+    shim: Venv, python: Path, unready: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """Whatever the kernel's release says, report mode sees what the interpreter's own code did: PyPy's returned
+    while the kernel was still unready (here /dev/urandom does not wait, as on a machine whose jitter generator can't
+    run), so its record says native gives weak bytes. CPython's waited: native waits."""
+    env, _trigger = unready
+    events = tmp_path / "events.jsonl"
+    config = tmp_path / "machine.toml"
+    config.write_text(f'policy = "pep522"\nmode = "report"\nevents = "{events}"\n')
+    env = {**env, "URANDOM_SHIM_MACHINE_CONFIG": str(config), "FAKE_KERNEL_RELEASE": "6.12.0"}
+    code = "import os, threading\nthreading.Timer(1.0, os.unlink, (os.environ['FAKE_KERNEL_UNREADY'],)).start()\n"
+    code += "os.urandom(16)\n"
+    result = shim.run("-c", code, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    (record,) = [json.loads(line) for line in events.read_text().splitlines() if '"os.urandom(16)"' in line]
+    pypy = "pypy" in str(python)
+    assert record["under"]["native"] == ("weak" if pypy else "wait"), record

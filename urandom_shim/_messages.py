@@ -480,7 +480,7 @@ OUTCOME_PHRASES = {
     "wait-then-raise": "raises after its {timeout:g} s timeout",
     "wait-then-weak": "weak bytes after its {timeout:g} s timeout",
 }
-EVENT_REPEAT = "{where}: {count} more like it, not shown one by one."
+EVENT_REPEAT = "{where}: {count} more like it, not shown one by one; {under}."
 # What happened ({done} above), and what the policy would have done ({would}).
 EVENT_DONE_UNTOUCHED = "left it to the interpreter ({waited:.2f} s)"
 EVENT_DONE_WAITED = "waited {waited:.2f} s for strong bytes"

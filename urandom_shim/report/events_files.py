@@ -165,6 +165,8 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "seed_random_instances": _TEXT,
     "floor": _TEXT,
     "interpreter": _TEXT,
+    "pinned": (bool, type(None)),
+    "cut": (list, type(None)),
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {

@@ -369,7 +369,8 @@ def _identity(event: Record) -> tuple[object, ...]:
     kind = event.get("event", "call")
     # A call is the same only if the record says the same was done there, and the same of every policy: a record
     # that claims another policy, action or outcome is a row of its own, so no record can drop the journal's line
-    # of a call (and with it its verdict).
+    # of a call (and with it its verdict). A repeat names no policy in the journal: the same only with the same
+    # outcomes.
     return (
         program_name(event),
         event.get("pid"),
@@ -377,5 +378,5 @@ def _identity(event: Record) -> tuple[object, ...]:
         event.get("call"),
         event.get("caller"),
         call_site(event),
-        *(said(event) if kind == "call" else ()),
+        *(said(event) if kind == "call" else said(event)[-1:]),
     )

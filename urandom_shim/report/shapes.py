@@ -31,6 +31,7 @@ class CallSite(TypedDict):
     outcomes: Dict[str, str]
     timeout: Optional[float]
     inferred: bool
+    pinned: bool
     rule_policy: Optional[str]
     under: Dict[str, str]
     machines: int

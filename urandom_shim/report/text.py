@@ -148,6 +148,8 @@ WOULD = {
     _policies.WAIT_THEN_RAISE: "raises after its {timeout:g} s timeout",
     _policies.WAIT_THEN_WEAK: "weak bytes after its {timeout:g} s timeout",
 }
+#: Said of a call whose program's policy comes from a source that outranks the machine file.
+PINNED = "its policy comes from {source}, which outranks the machine file: it stays {policy} under each"
 #: Said of a call recorded by an older shim, whose record carries no outcome per policy.
 INFERRED = (
     "inferred from the call alone: recorded by an older urandom-shim, which did not say what its timeout, fuse, "
@@ -209,6 +211,8 @@ def would(call: CallSite) -> str:
         words = ", ".join(f"{policy} {found}" for policy, found in said.items())
     if call["rule_policy"]:
         words += f" (its [[program]] rule keeps it on {call['rule_policy']} under each)"
+    elif call["pinned"]:
+        words += f" ({PINNED.format(source=call['policy_source'], policy=call['policy'])})"
     if call["inferred"]:
         words += f" ({INFERRED})"
     return words

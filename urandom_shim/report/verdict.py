@@ -123,7 +123,9 @@ def group(events: Iterable[Record], crng: float | None) -> list[Program]:
     """The events per program, each with its call sites and what every policy would make of them."""
     programs: dict[str, Program] = {}
     calls: dict[str, dict[Tuple[object, ...], CallSite]] = {}
-    #: (call, caller, site) -> the key of its first call site: where a journal's repeat, which says no policy, goes.
+    #: (call, caller, site, outcomes) -> the key of the first call site there: where a journal's repeat, which
+    #: names no policy, goes. A repeat with the same outcomes can't be downgraded by the row it joins; one of an older
+    #: shim's, which says none, joins only the journal's own line (no record can take it in and merge it away).
     sites: dict[str, dict[Tuple[object, ...], Tuple[object, ...]]] = {}
     pids: dict[str, set[int]] = {}
     for event in events:
@@ -163,20 +165,21 @@ def group(events: Iterable[Record], crng: float | None) -> list[Program]:
         site = call_site(event)
         where = (event.get("call"), event.get("caller"), site)
         key = (*where, *said(event))
-        if event.get("event") == "repeat" and event.get("from") == "journal":
-            # From the journal a repeat names no policy: it belongs to the first call site it matches.
-            key = sites[name].get(where, key)
-        sites[name].setdefault(where, key)
+        found = recorded_outcomes(event)
+        journal = event.get("from") == "journal"
+        seen = (*where, tuple(sorted(found.items())) if found is not None else None, journal and found is None)
+        if event.get("event") == "repeat" and journal:
+            # From the journal a repeat names no policy: it joins the first call site with the same call, caller,
+            # site and outcomes, or it is a row of its own (its call's line was lost or cut short).
+            key = sites[name].get(seen, key)
+        elif event.get("event") != "repeat":
+            sites[name].setdefault(seen, key)
         call = calls[name].get(key)
         if call is None:
             call = calls[name][key] = _call_site(event, site)
         if event.get("event") == "repeat":
             call["count"] += int(event.get("count") or 0)
             continue
-        if call["policy"] is None and call["action"] is None:  # a journal's repeat came first
-            count = call["count"]
-            call.update(_call_site(event, site))
-            call["count"] = count
         call["count"] += 1
         when = _number(event.get("boot_time"))
         if when is not None:
@@ -200,6 +203,14 @@ def group(events: Iterable[Record], crng: float | None) -> list[Program]:
             c["rule_policy"] = None if rule is None else rule.name
             if c["inferred"]:  # an older shim's record: the policy table's reading, and the report says so
                 c["outcomes"] = {policy.name: inferred(rule or policy, c["site"]) for policy in _policies.POLICIES}
+            done = _done(c)
+            if done is not None:
+                # What was done is a fact: under the policy that did it (under every one, where the program's
+                # policy stays whatever the machine's), nothing can say it came to less.
+                for policy in _policies.POLICIES if (c["pinned"] or rule) else ():
+                    c["outcomes"][policy.name] = _worse(c["outcomes"][policy.name], done)
+                if c["policy"] in c["outcomes"]:
+                    c["outcomes"][str(c["policy"])] = _worse(c["outcomes"][str(c["policy"])], done)
             c["under"] = {policy: CATEGORY[found] for policy, found in c["outcomes"].items()}
         entry["under"] = {
             policy.name: max((c["under"][policy.name] for c in entry["calls"]), key=RANK.__getitem__, default=FINE)
@@ -209,6 +220,31 @@ def group(events: Iterable[Record], crng: float | None) -> list[Program]:
         result.append(entry)
     result.sort(key=lambda p: (p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
     return result
+
+
+#: What each action of an enforced call (:data:`urandom_shim._events.ACTIONS`) shows it came to, at a site for
+#: secrets; at a seeding site, best-effort bytes are fine.
+DONE = {
+    _events.RAISED: _policies.RAISES,
+    _events.TIMED_OUT_RAISED: _policies.WAIT_THEN_RAISE,
+    _events.TIMED_OUT_BEST_EFFORT: _policies.WAIT_THEN_WEAK,
+    _events.BEST_EFFORT: _policies.WEAK,
+    _events.WAITED: _policies.WAITS,
+}
+
+
+def _done(call: CallSite) -> str | None:
+    """What an enforced call was seen to come to, or None (report mode, the interpreter's own code)."""
+    if call["mode"] != _policies.ENFORCE:
+        return None
+    done = DONE.get(str(call["action"]))
+    if done in (_policies.WEAK, _policies.WAIT_THEN_WEAK) and call["site"] not in STRONG_SITES:
+        return _policies.FINE
+    return done
+
+
+def _worse(one: str, other: str) -> str:
+    return other if RANK[CATEGORY[other]] > RANK[CATEGORY[one]] else one
 
 
 def _call_site(event: Record, site: str) -> CallSite:
@@ -230,6 +266,7 @@ def _call_site(event: Record, site: str) -> CallSite:
         "outcomes": recorded or {},
         "timeout": _number(event.get("timeout")),
         "inferred": recorded is None,
+        "pinned": event.get("pinned") is True,
         "rule_policy": None,
         "under": {},
         "machines": 1,
