@@ -149,8 +149,8 @@ LEGACY_BELOW_FLOOR = (
 #: The source of the policy a floor gives PyPy in place of 'native' (status and check show it; nothing is printed at
 #: start, as nothing is wrong with the configuration).
 NATIVE_LIFTED_ON_PYPY = (
-    "{floor}, instead of 'native' from {policy_source}: PyPy's own os.urandom() reads /dev/urandom, which does not "
-    "wait for the CRNG"
+    "{floor}, instead of 'native' from {policy_source}: PyPy's own os.urandom() reads /dev/urandom, which returns "
+    "bytes without waiting for the CRNG before Linux 5.18"
 )
 FALLBACK_BELOW_FLOOR = (
     "on_timeout 'fallback' from {on_timeout_source} is below the floor set by {floor}, which forbids weak bytes; "
