@@ -241,6 +241,11 @@ CHECK_NO_SUCH_PROGRAM = (
     "--for {target!r}: there is no such script, no such command on PATH or in {bin}, and no module of that name here "
     "or on this interpreter's sys.path. Check the spelling, and that the app is installed in this environment."
 )
+CHECK_FOR_NOT_A_MODULE = "--for {target}: after -m comes a module name such as 'app.main'"
+CHECK_FOR_NOT_A_PROGRAM = (
+    "--for {target} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module name "
+    "such as 'app.main' (write '-m app.main' to say it is one)"
+)
 CHECK_NO_SUCH_MODULE = (
     "-m {module}: there is no module of that name here or on this interpreter's sys.path. Check the spelling, and "
     "that the app is installed in this environment."
