@@ -85,8 +85,8 @@ class Engine:
             return
         self.engaged = True
         # A call made while the interpreter shuts down (a module global's __del__) can no longer import the events
-        # module: load it at exit, before that, so that such a call is recorded too.
-        if not _EVENTS:
+        # module: in report mode, whose records are a gate's findings, load it at exit, before that.
+        if settings.reporting and not _EVENTS:
             import atexit
 
             atexit.register(_load_events)
