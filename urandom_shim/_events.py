@@ -24,7 +24,8 @@ Sinks:
 
 This module is imported on the first event only: the ready path never loads it, and an unready start that makes no
 call in the window neither, but in report mode at its exit while the CRNG is still unready (so that a call while the
-interpreter shuts down, after its exit handlers, is recorded too). It imports nothing but what is loaded already (``json`` would import ``re``).
+interpreter shuts down, after its exit handlers, is recorded too). It imports nothing but what is loaded already
+(``json`` would import ``re``).
 
 One piece, though over 500 lines: it loads at a program's first event in the window, where each module more costs
 about 0.45 M instructions (docs/explanation/design-decisions.md); the record's shape (:class:`Record`) is a type
