@@ -77,8 +77,10 @@ def boot(how: str = "start") -> None:
         import urandom_shim
 
         urandom_shim._load()
-        if type(argv) is list and argv[:2] == ["-c", _QUESTION]:
-            # `urandom-shim run` asks what its program will resolve (urandom_shim.cli.target): answer and end here.
+        token = _variable(b"URANDOM_SHIM_QUESTION")
+        if token and type(argv) is list and argv[:2] == ["-c", _QUESTION + token]:
+            # `urandom-shim run` asks what its program will resolve (urandom_shim.cli.target), marked by a token in
+            # the environment that a program's own arguments can't give: answer and end here.
             from urandom_shim import _hashseed
 
             _hashseed.answer(argv[2:], cwd, how)
@@ -110,7 +112,7 @@ _OURS = (
     b"URANDOM_SHIM_HASHSEED",
     b"URANDOM_SHIM_INTERPRETERS",
 )
-_QUESTION = "urandom-shim-question"  # urandom_shim._hashseed.QUESTION
+_QUESTION = "urandom-shim-question:"  # urandom_shim._hashseed.QUESTION
 
 
 def _variable(name: bytes) -> "str | None":

@@ -617,11 +617,19 @@ def test_run_warns_that_the_kill_switch_wins(
             ["run", "python3", "app.py"],
             "missing '--' before the command (got 'python3 app.py'); write: urandom-shim run [options] -- CMD [ARGS ...]",
         ),
-        (
-            ["run", "--policy", "pep524"],
-            "missing '--' before the command; write: urandom-shim run [options] -- CMD [ARGS ...]",
-        ),
+        (["run", "--policy", "pep524"], "no command given; write: urandom-shim run [options] -- CMD [ARGS ...]"),
+        (["run"], "no command given; write: urandom-shim run [options] -- CMD [ARGS ...]"),
         (["run", "--"], "no command after '--'"),
+        (
+            ["run", "--", ""],
+            "the command after '--' is an empty name; write: urandom-shim run [options] -- CMD [ARGS ...]",
+        ),
+        (
+            ["run", "--events", "rel.jsonl", "--", "true"],
+            "argument --events: 'rel.jsonl' is not a valid events path; expected an absolute path of at most 1024 "
+            "characters (such as '/run/urandom-shim/events.jsonl'), or 'none' (every process of the machine appends "
+            "to one file, so it must not depend on the current directory)",
+        ),
         (
             ["run", "--policy", "PEP524", "--", "true"],
             "argument --policy: 'PEP524' is not a valid policy; expected one of 'native', 'pep524', 'pep522', 'legacy' (did you mean 'pep524'?)",

@@ -778,7 +778,7 @@ def test_a_hook_that_is_not_a_regular_small_utf8_file_maps_nothing(tmp_path: Pat
     )
 
 
-@settings(max_examples=200, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=300))
 def test_the_hook_reader_never_raises(tmp_path: Path, text: str) -> None:
     from urandom_shim import _editables

@@ -164,7 +164,8 @@ def test_a_boot_read_from_its_journal_file_says_what_the_report_of_its_saved_jso
     assert boot["crng_init_done"] == report["crng_init_done"]
     assert boot["stalls"] == report["stalls"]
     # Each program's calls as the report groups them (the counts over machines and boots are the fleet layer's).
-    assert verdict.group(boot["events"], boot["crng_init_done"]) == without(FLEET_COUNTS, report["programs"])
+    grouped = verdict.group(boot["events"], boot["crng_init_done"])
+    assert without(FLEET_COUNTS, grouped) == without(FLEET_COUNTS, report["programs"])
     entries, _skipped = journal.read_export(str(same))
     lines = shim_lines.journal_events(entries)
     assert boot["events"] == lines.events and lines.unread == []

@@ -137,15 +137,105 @@ def test_a_floor_means_no_weak_hash_seed_and_run_says_so(shim: Venv, kernel: tup
 def test_fallback_waits_out_its_timeout_then_starts_without_waiting(
     shim: Venv, kernel: tuple[dict[str, str], Path]
 ) -> None:
+    """And says so after the program's `warn_after`, as the program's own waits do (it waited in silence)."""
     env, flag = kernel
     began = time.monotonic()
-    command = [cli(shim), "run", "--policy", "pep524", "--timeout", "0.5", "--on-timeout", "fallback", "--"]
+    command = [cli(shim), "run", "--policy", "pep524", "--timeout", "0.5", "--on-timeout", "fallback", "--warn-after",
+               "0.1", "--"]  # fmt: skip
     proc = start([*command, str(shim.python), "-c", REPORT], env)
     ended, out, err = finishes_while_unready(proc, flag)
     assert ended, err
     report = json.loads(out)
     assert report["seed"] == report["mark"] is not None, report
     assert 0.5 <= report["ended"] - began < 10, "run must have waited out the timeout first"
+    said = [line for line in err.splitlines() if "before it starts, for the kernel's random number generator" in line]
+    assert len(said) == 1 and "its policy 'pep524' with on_timeout 'fallback' waits at most 0.5 s" in said[0], err
+
+
+def test_the_waiting_line_names_what_changes_the_policy_and_no_bound_where_one_is_set(shim: Venv) -> None:
+    """Under `simulate --policy pep524 --timeout 1` the line said "set URANDOM_POLICY=pep522", which the flag
+    outranks, and "To bound the wait, set URANDOM_SHIM_TIMEOUT", though a timeout was set."""
+    result = subprocess.run(
+        [cli(shim), "simulate", "--unready-forever", "--policy", "pep524", "--timeout", "0.6", "--on-timeout",
+         "fallback", "--warn-after", "0.1", "--", str(shim.python), "-c", "import os; os.urandom(1)"],
+        capture_output=True, text=True, env=clean_env(), timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    said = [line for line in result.stderr.splitlines() if "has been waiting" in line]
+    assert len(said) == 1 and "To fail fast instead, use urandom-shim simulate --policy pep522. " in said[0], said
+    assert "URANDOM_POLICY" not in said[0] and "To bound the wait" not in said[0], said
+
+
+def test_an_empty_pythonhashseed_is_none_and_a_legacy_start_gets_ours(
+    shim: Venv, kernel: tuple[dict[str, str], Path]
+) -> None:
+    """An empty `PYTHONHASHSEED` (`Environment=PYTHONHASHSEED=` in a unit) is no seed to Python, which reads the
+    kernel: `run` took it for the caller's own, and the legacy program waited in its start, silently."""
+    env, flag = kernel
+    proc = start([cli(shim), "run", "--policy", "legacy", "--", str(shim.python), "-c", REPORT],
+                 {**env, "PYTHONHASHSEED": ""})  # fmt: skip
+    ended, out, err = finishes_while_unready(proc, flag)
+    assert ended, f"the legacy program's start waited: {err}"
+    report = json.loads(out)
+    assert report["seed"] == report["mark"] is not None, report
+
+
+#: Best-effort bytes and a seed, in an interpreter without os.getrandom (PyPy's, or this one without it).
+BEST_EFFORT = """\
+import os, sys
+sys.path.insert(0, sys.argv[1])
+if hasattr(os, "getrandom"):
+    del os.getrandom
+from urandom_shim import _hashseed, _readiness
+print(len(_readiness.best_effort_bytes(64)), _hashseed.new_seed().isdigit())
+"""
+
+
+@pytest.mark.parametrize("interpreter", ["without os.getrandom", "pypy3"])
+def test_best_effort_bytes_never_wait_without_os_getrandom(
+    shim: Venv, kernel: tuple[dict[str, str], Path], interpreter: str
+) -> None:
+    """Without os.getrandom (PyPy) the best-effort bytes, and so `run`'s seed and legacy's os.urandom(), read
+    /dev/urandom, which waits on Linux 5.18+ while the CRNG is unready: the C library's getrandom(GRND_INSECURE)
+    never does."""
+    env, flag = kernel
+    python = str(shim.python) if interpreter != "pypy3" else shutil.which("pypy3")
+    if python is None:
+        pytest.skip("pypy3 is not installed here")
+    proc = start(
+        [python, "-c", BEST_EFFORT, str(shim.site_packages)],
+        {**env, "PYTHONHASHSEED": "1", "URANDOM_SHIM_DISABLE": "1"},
+    )
+    ended, out, err = finishes_while_unready(proc, flag, within=10)
+    assert ended and out.split() == ["64", "True"], f"the best-effort bytes waited for the kernel: {out} {err}"
+
+
+def test_a_fifo_as_a_scripts_interpreter_never_hangs_run(
+    shim: Venv, kernel: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """`run` read the `#!` line's interpreter to see whether it is Python, and blocked for ever on a FIFO there (or
+    a terminal); the exec refuses it at once."""
+    env, flag = kernel
+    fifo = tmp_path / "python3"
+    os.mkfifo(fifo)
+    script = tmp_path / "script"
+    script.write_text(f"#!{fifo}\nprint(1)\n")
+    script.chmod(0o755)
+    ended, _out, err = finishes_while_unready(start([cli(shim), "run", "--", str(script)], env), flag, within=10)
+    assert ended and "cannot execute" in err, err
+
+
+def test_an_empty_pythonpath_entry_stays_the_current_directory_under_run(shim: Venv, tmp_path: Path) -> None:
+    """Python reads an empty PYTHONPATH entry as the current directory: `run` dropped it, and an import from there
+    failed with ModuleNotFoundError."""
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "cwd" / "mymod.py").write_text("X = 1\n")
+    (tmp_path / "usemod.py").write_text("import mymod\nprint('imported', mymod.X)\n")
+    for path in ("/nonexistent:", ":/nonexistent", "/nonexistent::/other"):
+        result = subprocess.run([cli(shim), "run", "--", str(shim.python), str(tmp_path / "usemod.py")],
+                                capture_output=True, text=True, env=clean_env({"PYTHONPATH": path}),
+                                cwd=tmp_path / "cwd", timeout=60)  # fmt: skip
+        assert result.stdout == "imported 1\n", (path, result.stderr)
 
 
 def test_a_seed_the_caller_set_is_kept_as_it_is(shim: Venv, kernel: tuple[dict[str, str], Path]) -> None:
@@ -226,13 +316,14 @@ def test_the_launcher_works_through_a_symlink_and_without_path(shim: Venv, tmp_p
 
 
 def test_status_and_check_say_what_run_does_for_a_start(shim: Venv) -> None:
-    for policy, says in (("legacy", "never waits"), ("pep524", "which may wait")):
-        result = subprocess.run([cli(shim), "check"], capture_output=True, text=True, timeout=60,
-                                env=clean_env({"URANDOM_POLICY": policy}))  # fmt: skip
+    """In report mode `run` gives no seed (the program behaves as native), though they once said it does."""
+    for mode, policy, says in (("enforce", "legacy", "never waits"), ("enforce", "pep524", "which may wait"),
+                               ("report", "legacy", "which may wait")):  # fmt: skip
+        env = clean_env({"URANDOM_POLICY": policy, "URANDOM_SHIM_MODE": mode})
+        result = subprocess.run([cli(shim), "check"], capture_output=True, text=True, timeout=60, env=env)
         assert "Started by `urandom-shim run` while the CRNG is not ready" in result.stdout
         assert says in result.stdout, result.stdout
-        status = subprocess.run([cli(shim), "status", "--json"], capture_output=True, text=True, timeout=60,
-                                env=clean_env({"URANDOM_POLICY": policy}))  # fmt: skip
+        status = subprocess.run([cli(shim), "status", "--json"], capture_output=True, text=True, timeout=60, env=env)
         assert says in json.loads(status.stdout)["run_start"]
 
 

@@ -1,10 +1,10 @@
 """PyPy (Debian's ``pypy3``), and every interpreter without ``os.getrandom``: the same semantics as on CPython.
 
-PyPy 3.9 has no ``os.getrandom``, and its ``os.urandom`` reads ``/dev/urandom``, which never waits. The shim asks the
-kernel through ``/dev/random`` instead: on Linux 5.6+ it is readable exactly once the CRNG is initialised. The fake
-kernel (``tests/fakekernel.c``) fakes that too, so these tests hold on every interpreter of the matrix, and on PyPy
-they are the ones that failed before (issue 36): the probe said "ready", and activation raised ``AttributeError``
-on ``gc.get_freeze_count``.
+PyPy 3.9 has no ``os.getrandom``, and its ``os.urandom`` reads ``/dev/urandom``, which never waits before Linux 5.18
+(from 5.18 on it waits for the jitter generator). The shim asks the kernel through ``/dev/random`` instead: on Linux
+5.6+ it is readable exactly once the CRNG is initialised. The fake kernel (``tests/fakekernel.c``) fakes that too, so
+these tests hold on every interpreter of the matrix, and on PyPy they are the ones that failed before (issue 36):
+the probe said "ready", and activation raised ``AttributeError`` on ``gc.get_freeze_count``.
 """
 
 from __future__ import annotations
@@ -135,9 +135,11 @@ def test_status_and_check_say_what_this_interpreter_does_not_do(shim: Venv) -> N
     if status["python"]["implementation"] == "pypy":
         assert status["limits"] == checked["limits"] and len(status["limits"]) == 2, status["limits"]
         assert "in an attribute declared in __slots__" in status["limits"][1]
-        assert "PyPy's own os.urandom() never waits" in status["limits"][0]
-        assert "Not on this interpreter" in text and "read /dev/urandom and never wait" in text, text
-        assert "never waits (PyPy's own start)" in status["run_start"]
+        assert "PyPy's own os.urandom() reads /dev/urandom, which before Linux 5.18" in status["limits"][0]
+        assert "Not on this interpreter" in text, text
+        assert "on Linux before 5.18, and wait for the kernel's jitter generator" in status["python"]["native"]
+        # Its own start reads /dev/urandom when getrandom(GRND_NONBLOCK) says EAGAIN: it waits on 5.18+.
+        assert "which may wait" in status["run_start"], status["run_start"]
     else:
         assert status["limits"] == checked["limits"] == [] and "Not on this interpreter" not in text
 
@@ -271,3 +273,42 @@ def test_a_floor_makes_native_wait_on_pypy_and_check_says_why(
     trigger.unlink()
     out, err = process.communicate(timeout=30)
     assert process.returncode == 0 and out.strip() == "returned", err
+
+
+def test_report_mode_keeps_the_floor_where_pypys_own_urandom_would_not(
+    shim: Venv, python: Path, unready: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """Report mode behaves as native, but never below the floor: PyPy's own os.urandom() returns weak bytes while
+    the CRNG is unready (before Linux 5.18), so under a floor report mode waits first, as enforcing would."""
+    env, trigger = unready
+    config = tmp_path / "machine.toml"
+    config.write_text('policy = "pep522"\nmode = "report"\nallow_weak = false\n')
+    env = {**env, "URANDOM_SHIM_MACHINE_CONFIG": str(config), "FAKE_KERNEL_RELEASE": "5.10.0-28-amd64"}
+    process = spawn(shim, WAIT_THEN_URANDOM, env)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "waiting"
+    time.sleep(1.0)
+    assert process.poll() is None, process.communicate()  # still waiting: no weak bytes, report mode or not
+    trigger.unlink()
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and out.strip() == "returned", err
+
+
+def test_report_mode_records_weak_bytes_where_the_interpreters_own_code_returned_them(
+    shim: Venv, python: Path, unready: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """Whatever the kernel's release says, report mode sees what the interpreter's own code did: PyPy's returned
+    while the kernel was still unready (here /dev/urandom does not wait, as on a machine whose jitter generator can't
+    run), so its record says native gives weak bytes. CPython's waited: native waits."""
+    env, _trigger = unready
+    events = tmp_path / "events.jsonl"
+    config = tmp_path / "machine.toml"
+    config.write_text(f'policy = "pep522"\nmode = "report"\nevents = "{events}"\n')
+    env = {**env, "URANDOM_SHIM_MACHINE_CONFIG": str(config), "FAKE_KERNEL_RELEASE": "6.12.0"}
+    code = "import os, threading\nthreading.Timer(1.0, os.unlink, (os.environ['FAKE_KERNEL_UNREADY'],)).start()\n"
+    code += "os.urandom(16)\n"
+    result = shim.run("-c", code, env=env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    (record,) = [json.loads(line) for line in events.read_text().splitlines() if '"os.urandom(16)"' in line]
+    pypy = "pypy" in str(python)
+    assert record["under"]["native"] == ("weak" if pypy else "wait"), record

@@ -113,8 +113,13 @@ def parsed_fields(event: dict[str, Any]) -> dict[str, Any]:
         "simulated": bool(event["simulated"]),
         "boot_time": float(f"{event['boot_time']:.2f}"),
     }
+    under = {
+        "under": event["under"],
+        # The line names a timeout only where a policy's wait ends in it.
+        "timeout": event["timeout"] if any(o.startswith("wait-then") for o in event["under"].values()) else None,
+    }
     if event["event"] == "repeat":
-        return {**shown, "count": event["count"]}
+        return {**shown, "count": event["count"], **under}
     seconds = "{waited" in _events.DONE[event["action"]]
     return {
         **shown,
@@ -124,9 +129,7 @@ def parsed_fields(event: dict[str, Any]) -> dict[str, Any]:
         "policy": event["policy"],
         "policy_source": event["policy_source"],
         "would": event["would"] if event["mode"] == "report" else shim_lines.WOULD_OF_ACTION[event["action"]],
-        "under": event["under"],
-        # The line names a timeout only where a policy's wait ends in it.
-        "timeout": event["timeout"] if any(o.startswith("wait-then") for o in event["under"].values()) else None,
+        **under,
     }
 
 
@@ -175,6 +178,8 @@ def test_parse_line_reads_back_every_repeat_event(call: str, simulated: str | No
         "simulated": simulated is not None,
         "boot_time": 3.14,
         "count": 41,
+        "under": event["under"],  # a repeat says what every policy would do too: no record can take it in
+        "timeout": 2.5,
     }
 
 
@@ -298,7 +303,7 @@ def test_the_parser_follows_the_templates_wording(monkeypatch: pytest.MonkeyPatc
     )
     monkeypatch.setattr(_messages, "EVENT_UNDER", "[{outcomes}]")
     monkeypatch.setitem(_messages.OUTCOME_PHRASES, "wait-then-raise", "raises at {timeout:g} s")
-    monkeypatch.setattr(_messages, "EVENT_REPEAT", "{where} x{count}")
+    monkeypatch.setattr(_messages, "EVENT_REPEAT", "{where} x{count} {under}")
     monkeypatch.setitem(_events.DONE, _events.WAITED, "waited for {waited:.2f} seconds")
     monkeypatch.setitem(_events.WOULD, "raise", "raised an error")
     shim_lines._patterns_cache.clear()
@@ -877,6 +882,8 @@ def test_events_from_the_samples_journal() -> None:
             **same,
             "boot_time": 17.533,
             "simulated": False,
+            "under": EARLY_CALL["under"],
+            "timeout": None,
             "count": 3,
             "from": "journal",
         },

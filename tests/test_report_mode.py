@@ -579,8 +579,8 @@ def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(
 MACHINE_FIELDS = ["machine_id", "boot_id", "hostname", "image", "kernel", "first_boot"]
 #: Every field of a call record, in the order the shim writes them: ``v`` first, the machine's after the program's.
 RECORD_KEYS = ["v", "event", "boot_time", "pid", "argv", "program", "unit", *MACHINE_FIELDS, "call", "site", "caller",
-               "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "under", "window",
-               "timeout", "on_timeout", "seed_random_instances", "floor", "interpreter"]  # fmt: skip
+               "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "under", "pinned",
+               "window", "timeout", "on_timeout", "seed_random_instances", "floor", "interpreter"]  # fmt: skip
 
 
 def os_release_image(text: str) -> str | None:
@@ -646,10 +646,16 @@ def test_a_record_names_the_machine_and_the_boot_it_was_written_on(shim: Venv, t
 
 def test_the_machine_facts_are_read_at_the_first_event_and_never_at_start(shim: Venv, tmp_path: Path) -> None:
     env = {**UNREADY, "URANDOM_POLICY": "pep522", "URANDOM_SHIM_MODE": "report", "URANDOM_SHIM_EVENTS": str(tmp_path)}
-    code = "import sys; print('urandom_shim._events' in sys.modules)"
-    result = shim.run("-X", "importtime", "-c", code, env=env)
-    assert result.stdout == "False\n", result.stderr  # an unready start that makes no call loads no event code
-    assert "_events" not in result.stderr and "platform" not in result.stderr
+    # The program's own exit handler runs before the shim's, which loads the event code (and reads the program's
+    # facts) at exit while the CRNG is unready, so that a call while the interpreter shuts down is recorded too.
+    code = (
+        "import atexit, sys\n"
+        "print('urandom_shim._events' in sys.modules, 'platform' in sys.modules)\n"
+        "atexit.register(lambda: print('urandom_shim._events' in sys.modules, flush=True))"
+    )
+    result = shim.run("-c", code, env=env)
+    # An unready start that makes no call loads no event code, nor anything to read the machine's facts.
+    assert result.stdout == "False False\nFalse\n", result.stderr
 
 
 NAMESPACE = """

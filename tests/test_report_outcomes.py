@@ -182,3 +182,207 @@ def test_two_records_that_differ_only_in_their_outcomes_are_two_rows(
     path.write_text("\n".join(json.dumps(r) for r in (forged, honest)) + "\n")
     code, _out = run_report("--events", str(path), "--no-journal", "--fail-for", "pep522", capsys=capsys)
     assert code == 1
+
+
+def test_two_machines_whose_calls_differ_only_in_what_a_policy_would_do_keep_both(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One machine's program has a timeout that a long window outlasts (pep524 raises after it), another's none
+    (pep524 waits): over the fleet, each call site keeps its own outcomes, and pep524's verdict is the raise."""
+    waits = json.loads(_events.fitted(an_event(machine_id="1" * 32, boot_id="a" * 32)))
+    waits["under"] = {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"}
+    raises = json.loads(_events.fitted(an_event(machine_id="2" * 32, boot_id="b" * 32)))
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    (fleet / "one.jsonl").write_text(json.dumps(waits) + "\n")
+    (fleet / "two.jsonl").write_text(json.dumps(raises) + "\n")
+    code, out = run_report("--events", str(fleet), "--json", "--fail-for", "pep524", capsys=capsys)
+    assert code == 1, out
+    (program,) = json.loads(out)["programs"]
+    assert sorted(call["outcomes"]["pep524"] for call in program["calls"]) == ["wait", "wait-then-raise"]
+    assert all(call["machines"] == 1 for call in program["calls"])
+
+
+# -- the hostile and newcomer passes' findings ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("source", "pinned"),
+    [
+        ("default", False),
+        ("/etc/urandom-shim.toml (machine file)", False),
+        ("urandom-shim simulate --policy", False),
+        ("--urandom-policy", False),
+        ("environment variable URANDOM_POLICY", True),
+        ("/srv/app/pyproject.toml [tool.urandom-shim]", True),
+        ("/opt/venv/urandom-shim.toml (environment file)", True),
+        ("urandom-shim run --policy", True),
+        ("urandom_shim.activate()", True),
+        (RULE, True),
+    ],
+)
+def test_a_policy_from_a_source_above_the_machine_file_stays_under_every_policy(source: str, pinned: bool) -> None:
+    """What the report says a policy would do is what switching the machine's policy to it does: a policy that a
+    unit's environment, a project, a venv's file, a rule or `run --policy` sets outranks the machine file, and stays."""
+    settings = configured(LEGACY, source)
+    assert settings.pinned is pinned
+    found = _policies.outcomes(settings, "os.urandom")
+    legacy = {"native": "weak", "pep524": "weak", "pep522": "weak", "legacy": "weak"}
+    assert (found == legacy) is pinned, found
+
+
+def test_a_tiny_timeout_still_reads_back_from_the_line() -> None:
+    event = an_event(timeout=1e-05)
+    event["under"] = _policies.outcomes(configured(timeout=1e-05), "os.urandom", 2.0)
+    line = _messages.line(_events.describe(event))
+    assert "raises after its 1e-05 s timeout" in line, line
+    parsed = shim_lines.parse_line(line)
+    assert parsed is not None and parsed["under"]["pep524"] == "wait-then-raise" and parsed["timeout"] == 1e-05
+
+
+def test_report_mode_says_a_wait_its_timeout_ends_and_reads_it_back() -> None:
+    settings = configured(PEP524, timeout=0.3, mode="report")
+    event = _events._event(settings, "os.urandom", "os.urandom(16)", "/srv/app.py:3", "untouched", "wait", 1.5, 1.5)
+    line = _messages.line(_events.describe(event))
+    assert "would have waited 0.30 s, then raised BlockingIOError (timeout); under each policy:" in line, line
+    parsed = shim_lines.parse_line(line)
+    assert parsed is not None and parsed["would"] == "wait" and parsed["under"]["pep524"] == "wait-then-raise"
+
+
+def test_what_an_enforced_call_did_counts_whatever_its_record_predicts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An older shim's record (no `under`) of a secrets call that timed out and raised under pep522: the table alone
+    says secrets waits under pep522, but the record says what was done, and that is a fact."""
+    older = {
+        "v": 1, "event": "call", "boot_time": 3.2, "pid": 7, "argv": ["python3", "a.py"], "program": "a.py",
+        "unit": None, "call": "secrets.token_bytes()", "site": "secrets", "caller": "/srv/a.py:3",
+        "policy": "pep522", "policy_source": "default", "mode": "enforce", "action": "timed-out-raised",
+        "would": "wait", "waited": 0.3, "simulated": None,
+    }  # fmt: skip
+    path = tmp_path / "events.jsonl"
+    path.write_text(json.dumps(older) + "\n")
+    code, out = run_report("--events", str(path), "--no-journal", "--fail-for", "pep522", capsys=capsys)
+    assert code == 1, out
+    # A current record that says less than what was done (forged, or a shipper's edit) can't say it away either.
+    current = json.loads(_events.fitted(an_event(action="raised", policy="pep522")))
+    current["under"] = dict.fromkeys(current["under"], "fine")
+    path.write_text(json.dumps(current) + "\n")
+    assert run_report("--events", str(path), "--no-journal", "--fail-for", "pep522", capsys=capsys)[0] == 1
+
+
+def journal_entry(message: str, pid: int = 7) -> dict[str, Any]:
+    return {
+        "MESSAGE": message, "_TRANSPORT": "stdout", "_EXE": "/usr/bin/python3.11", "_PID": str(pid), "_UID": "0",
+        "_SYSTEMD_UNIT": "app.service", "__MONOTONIC_TIMESTAMP": "5000000", "_BOOT_ID": "b" * 32,
+        "_MACHINE_ID": "a" * 32,
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize("older", [False, True])
+def test_a_lone_repeat_in_the_journal_is_a_finding_no_record_can_take_in(
+    older: bool, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The journal kept only the repeat of a call (its first line was rotated away): it is a finding. A record in
+    the events file of the same call, caller and site that says every policy is fine (or, of an older shim, that
+    a [[program]] rule keeps it on pep524) must not take it in."""
+    event = {**an_event(policy="pep522", action="raised", would="raise"), "event": "repeat", "count": 9}
+    line = _messages.line(_events.describe(event))
+    if older:
+        line = line.split("; under each policy:")[0] + "."
+    journal = tmp_path / "journal.json"
+    journal.write_text(json.dumps(journal_entry(line)) + "\n")
+    forged = json.loads(_events.fitted(an_event(unit="app.service", pid=7, machine_id="a" * 32, boot_id="b" * 32)))
+    forged.update(under=dict.fromkeys(forged["under"], "fine"), mode="enforce", action="waited", would="wait")
+    if older:
+        forged = {k: v for k, v in forged.items() if k not in ("under", "timeout")}
+        forged["policy_source"] = RULE
+    events = tmp_path / "events.jsonl"
+    events.write_text(json.dumps(forged) + "\n")
+    code, out = run_report(
+        "--events", str(events), "--journal-file", str(journal), "--fail-for", "pep522", capsys=capsys
+    )
+    assert code == 1, out
+
+
+# -- in real interpreters on the fake kernel -------------------------------------------------------------------------
+
+#: Two threads call os.urandom from one line: one as the window opens, one 0.8 s later; the program closes the window
+#: (deletes the fake kernel's flag) at 1.0 s. With a 0.5 s timeout, the first call outlasts it and the second doesn't.
+THREADS = """\
+import os, sys, threading, time
+flag = os.environ["FAKE_KERNEL_UNREADY"]
+def call():
+    os.urandom(16)
+early = threading.Thread(target=call)
+early.start()
+time.sleep(0.8)
+threading.Timer(0.2, os.unlink, (flag,)).start()
+call()
+early.join()
+"""
+
+#: A module global whose __del__ calls os.urandom while the interpreter shuts down.
+AT_SHUTDOWN = """\
+import os
+class Late:
+    def __del__(self):
+        os.urandom(16)
+late = Late()
+"""
+
+
+def report_mode_run(
+    shim: Any, fake_kernel: Any, tmp_path: Path, code: str, machine: str, **env: str
+) -> tuple[Any, dict[str, Any]]:
+    """``code`` in report mode (pep522) on the fake kernel, with ``machine`` in the machine file; its process and
+    `report --json` of its events file."""
+    import subprocess
+
+    from conftest import clean_env
+
+    flag = tmp_path / "unready"
+    flag.touch()
+    events = tmp_path / "events.jsonl"
+    config = tmp_path / "machine.toml"
+    config.write_text(f'policy = "pep522"\nmode = "report"\nevents = "{events}"\n{machine}\n')
+    full = {**fake_kernel.env(flag), "URANDOM_SHIM_MACHINE_CONFIG": str(config), "PYTHONHASHSEED": "0", **env}
+    done = shim.run("-c", code, env=full, timeout=60)
+    flag.unlink(missing_ok=True)
+    cli_path = str(shim.path / "bin" / "urandom-shim")
+    found = subprocess.run(
+        [cli_path, "report", "--events", str(events), "--no-journal", "--json"], capture_output=True, text=True,
+        env=clean_env(),
+    )  # fmt: skip
+    assert found.returncode == 0, found.stderr + done.stderr
+    return done, json.loads(found.stdout)
+
+
+def test_two_threads_on_one_line_whose_windows_differ_are_two_findings(
+    shim: Any, fake_kernel: Any, tmp_path: Path
+) -> None:
+    """The rate limit counts a call into the first of its call site only if every policy would do the same with it:
+    the call that outlasts its timeout is a finding of its own, whichever thread returned first."""
+    done, report = report_mode_run(shim, fake_kernel, tmp_path, THREADS, "timeout = 0.5")
+    assert done.returncode == 0, done.stderr
+    (program,) = report["programs"]
+    assert sorted(call["outcomes"]["pep524"] for call in program["calls"] if call["site"] == "os.urandom") == [
+        "wait",
+        "wait-then-raise",
+    ], done.stderr
+    assert program["under"]["pep524"] == "raise"
+
+
+def test_a_call_while_the_interpreter_shuts_down_is_recorded(shim: Any, fake_kernel: Any, tmp_path: Path) -> None:
+    import threading
+
+    flag_closes = threading.Timer(3.0, lambda: (tmp_path / "unready").unlink(missing_ok=True))
+    flag_closes.start()
+    try:
+        done, report = report_mode_run(shim, fake_kernel, tmp_path, AT_SHUTDOWN, "")
+    finally:
+        flag_closes.cancel()
+    assert done.returncode == 0, done.stderr
+    assert "os.urandom(16) called from" in done.stderr, done.stderr
+    calls = [call["call"] for program in report["programs"] for call in program["calls"]]
+    assert "os.urandom(16)" in calls

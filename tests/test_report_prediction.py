@@ -53,7 +53,11 @@ CELLS = {
     "a floor": "allow_weak = false",
     "a floor with a fallback": 'allow_weak = false\ntimeout = 0.3\non_timeout = "fallback"',
     "a [[program]] rule": '[[program]]\nmatch = "prog_*"\npolicy = "pep522"\nseed_random_instances = "policy"',
+    # The program's own environment sets its policy (a unit's Environment=), which outranks the machine file.
+    "the program's own URANDOM_POLICY": "",
 }
+#: The programs' own environment in a cell, besides the fake kernel's.
+OWN_ENVIRONMENT = {"the program's own URANDOM_POLICY": {"URANDOM_POLICY": "legacy"}}
 
 #: How long the window stays open after the last program has begun its call: past the 0.3 s timeout, so that a
 #: bounded wait runs out in it. The window opens before the programs start, however long they take to.
@@ -98,7 +102,9 @@ def observed(result: subprocess.CompletedProcess[str], secret: bool) -> str:
     return "weak" if secret else "fine"
 
 
-def run_cell(venv: Venv, fake_kernel: FakeKernel, work: Path, settings: str, pypy: bool) -> dict[tuple[str, str], str]:
+def run_cell(
+    venv: Venv, fake_kernel: FakeKernel, work: Path, settings: str, pypy: bool, own: dict[str, str] | None = None
+) -> dict[tuple[str, str], str]:
     """Every program of the grid under every policy, enforced, and once in report mode, all in one window of the fake
     kernel, which closes once every program has begun its call. Returns {(program, policy): what happened} and,
     under (program, "report:POLICY"), what the report says that policy would do with it."""
@@ -108,6 +114,7 @@ def run_cell(venv: Venv, fake_kernel: FakeKernel, work: Path, settings: str, pyp
     started.mkdir()
     env = fake_kernel.env(flag)
     env["PYTHONHASHSEED"] = "0"  # a start that reads no hash secret: the window is the calls'
+    env.update(own or {})
     if pypy:
         # A kernel before 5.18, where PyPy's own os.urandom() (a read of /dev/urandom) returns weak bytes at once.
         # (On 5.18 and later the read waits, and so does PyPy's `import random`, which seeds from it: no program
@@ -186,6 +193,7 @@ SHOWS = {
     "a floor with a fallback": {("urandom", "pep524"): "raise", ("urandom", "legacy"): "raise"},
     "a [[program]] rule": {("random_instance", "native"): "raise", ("urandom", "legacy"): "raise",
                            ("secrets", "pep524"): "wait"},
+    "the program's own URANDOM_POLICY": {("urandom", "pep522"): "weak", ("secrets", "pep524"): "weak"},
 }  # fmt: skip
 #: What PyPy's own os.urandom() does before Linux 5.18 (native): weak bytes at once; under a floor it waits.
 SHOWS_NATIVE = {"pypy": "weak", "cpython": "wait"}
@@ -196,7 +204,7 @@ SHOWS_NATIVE = {"pypy": "weak", "cpython": "wait"}
 def test_the_report_says_what_enforcing_each_policy_does(
     cell: str, python: Path, shim: Venv, fake_kernel: FakeKernel, tmp_path: Path
 ) -> None:
-    found = run_cell(shim, fake_kernel, tmp_path, CELLS[cell], is_pypy(str(python)))
+    found = run_cell(shim, fake_kernel, tmp_path, CELLS[cell], is_pypy(str(python)), OWN_ENVIRONMENT.get(cell))
     disagree: list[str] = []
     for name in PROGRAMS:
         for policy in POLICIES:

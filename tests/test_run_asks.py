@@ -14,8 +14,10 @@ import ast
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,8 +26,8 @@ from conftest import ROOT, FakeKernel, Venv, clean_env, find_python
 
 #: The program of every layout: the seed its interpreter started with, and what its own shim resolved.
 PROGRAM = """\
-import json, urandom_shim
-with open("/proc/self/environ", "rb") as handle:
+import json, os, urandom_shim
+with open(os.environ.get("PROC_AT", "/proc") + "/self/environ", "rb") as handle:
     initial = dict(item.split(b"=", 1) for item in handle.read().split(b"\\0") if b"=" in item)
 seed, mark = initial.get(b"PYTHONHASHSEED"), initial.get(b"URANDOM_SHIM_HASHSEED")
 settings = urandom_shim.current_settings()
@@ -52,12 +54,15 @@ def unready(fake_kernel: FakeKernel, tmp_path: Path) -> Any:
     flag.unlink(missing_ok=True)
 
 
-def decided(shim: Venv, command: list[str], env: dict[str, str], cwd: Path, policy: str) -> dict[str, Any]:
-    """`run -- command`: the program's own report, which must be seeded exactly where what it resolved allows weak
-    bytes, and have resolved ``policy``."""
+def decided(
+    shim: Venv, command: list[str], env: dict[str, str], cwd: Path, policy: str, wrapper: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """`run -- command` (inside ``wrapper``): the program's own report, which must be seeded exactly where what it
+    resolved allows weak bytes, and have resolved ``policy``."""
     result = subprocess.run(
-        [cli(shim), "run", "--", *command], capture_output=True, text=True, env=clean_env(env), cwd=cwd, timeout=60
-    )
+        [*wrapper, cli(shim), "run", "--", *command], capture_output=True, text=True, env=clean_env(env), cwd=cwd,
+        timeout=60,
+    )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     report: dict[str, Any] = json.loads(result.stdout.strip().splitlines()[-1])
     allowed = report["policy"] == "legacy" and report["mode"] == "enforce"
@@ -341,6 +346,156 @@ def find_python_version(python: Path) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+# -- what the program reads of its own start, the question reads the same way -----------------------------------------
+
+
+#: Run the rest of the command line with /proc hidden, as in an initramfs or a chroot without it; the program reads
+#: its environment through a second mount of it ($PROC_AT), where no shim looks.
+WITHOUT_PROC = 'mkdir -p "$PROC_AT" && mount --bind /proc "$PROC_AT" && mount -t tmpfs none /proc && exec "$@"'
+
+
+@pytest.mark.parametrize("version", ["3.8", pytest.param("pypy3", marks=pytest.mark.slow)])
+def test_an_m_modules_name_is_read_by_the_question_as_the_program_reads_it(
+    shim: Venv, unready: dict[str, str], tmp_path: Path, version: str
+) -> None:
+    """Before 3.10 (and on PyPy 3.9) a program's start reads its `-m` module's name from /proc/self/cmdline, which
+    dropped empty arguments and is missing without /proc; the question read its own copy of the command line. So
+    `-W '' -m app`, or `-m app` without /proc, resolved `app`'s [[program]] rule (legacy) in the question, and the
+    venv's policy (pep522) in the program, which got the seed."""
+    interpreter = find_python(version) if version != "pypy3" else shutil.which("pypy3")
+    if interpreter is None:
+        pytest.skip(f"{version} is not installed here")
+    target = plain_venv(Path(interpreter), tmp_path / "venv")
+    (tmp_path / "venv" / "urandom-shim.toml").write_text(
+        'policy = "pep522"\n[[program]]\nmatch = "app"\npolicy = "legacy"\n'
+    )
+    package(tmp_path / "work", "app", None)
+    decided(shim, [str(target), "-W", "", "-m", "app"], unready, tmp_path / "work", "legacy")
+    decided(shim, [str(target), "-X", "", "-m", "app"], unready, tmp_path / "work", "legacy")
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        pytest.skip("hiding /proc needs root and unshare")
+    env = {**unready, "PROC_AT": str(tmp_path / "proc")}
+    wrapper = (unshare, "--mount", "--propagation", "private", "sh", "-c", WITHOUT_PROC, "sh")
+    decided(shim, [str(target), "-m", "app"], env, tmp_path / "work", "pep522", wrapper)
+
+
+@pytest.mark.parametrize("how", ["/dev/stdin", "/dev/fd/3", "a link to /proc/self/fd/3"])
+def test_a_script_reached_through_proc_gets_no_seed(
+    shim: Venv, unready: dict[str, str], tmp_path: Path, how: str
+) -> None:
+    """`python /dev/stdin < tool.py`: the question ran with another stdin (/dev/null) and without descriptor 3, so
+    what the program's script path names there is another file, or none. It found no project and answered with the
+    machine file's legacy; the program found its own pyproject.toml (pep522), and got the seed."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text('[tool.urandom-shim]\npolicy = "pep522"\n')
+    tool = project / "tool.py"
+    tool.write_text(PROGRAM)
+    Path(unready["URANDOM_SHIM_MACHINE_CONFIG"]).write_text('policy = "legacy"\n')
+    script = how
+    if how.startswith("a link"):
+        script = str(tmp_path / "link.py")
+        os.symlink("/proc/self/fd/3", script)
+    result = subprocess.run(
+        ["sh", "-c", 'exec "$@" <"$TOOL" 3<"$TOOL"', "sh", cli(shim), "run", "--", str(shim.python), script],
+        capture_output=True, text=True, env=clean_env({**unready, "TOOL": str(tool)}), cwd=tmp_path, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (report["seeded"], report["policy"]) == (False, "pep522"), (report, result.stderr)
+    said = [line for line in result.stderr.splitlines() if "gets no hash seed" in line]
+    assert len(said) == 1 and f"its script {script!r} is reached through /proc" in said[0], result.stderr
+
+
+def test_a_programs_own_arguments_can_not_make_its_start_the_question(shim: Venv, tmp_path: Path) -> None:
+    """`python -c CODE urandom-shim-question ...` while the CRNG is unready was taken for run's question: the shim
+    printed an answer on the program's stdout and ended it, and CODE never ran. The question is marked by a token
+    in its environment too, which no argument can give."""
+    code = "import sys; print('ran with', sys.argv[1:])"
+    for marker in ("urandom-shim-question", "urandom-shim-question:x"):
+        result = subprocess.run(
+            [cli(shim), "simulate", "--unready-forever", "--", str(shim.python), "-c", code, marker, "--force"],
+            capture_output=True, text=True, env=clean_env(), timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stdout == f"ran with {[marker, '--force']}\n", result.stdout
+
+
+def site_of(interpreter: Path) -> Path:
+    return Path(ask(interpreter, "import site; print(site.getsitepackages()[0])")[0])
+
+
+#: A .pth line that starts a process, which lives on for a while; in the question with its stdout and stderr (in the
+#: program with neither, so that the test reads the program's output to its end at once).
+HELPER_PTH = (
+    "import os, subprocess, sys; own = None if os.environ.get('URANDOM_SHIM_QUESTION') else subprocess.DEVNULL; "
+    "subprocess.Popen([sys.executable, '-S', '-c', 'import time; time.sleep({seconds})'], stdout=own, stderr=own)\n"
+)
+
+
+@pytest.mark.parametrize("seconds", [0, 15], ids=["ended", "lives on with the question's output"])
+def test_no_seed_where_the_start_starts_a_process_before_the_shim_takes_the_seed_out(
+    shim: Venv, python: Path, unready: dict[str, str], tmp_path: Path, seconds: int
+) -> None:
+    """A process started from a .pth file (which `site` runs before the shim, or before run's bootstrap) inherited
+    the weak seed, which the shim takes out of the environment only when it starts. And a helper that kept the
+    question's stdout open made `run` wait its 10 s for an end of file and throw the answer away."""
+    interpreter = plain_venv(python, tmp_path / "venv")
+    (site_of(interpreter) / "aa_helper.pth").write_text(HELPER_PTH.format(seconds=seconds))
+    began = time.monotonic()
+    result = subprocess.run(
+        [cli(shim), "run", "--policy", "legacy", "--", str(interpreter), "-c", PROGRAM], capture_output=True,
+        text=True, env=clean_env(unready), timeout=60,
+    )  # fmt: skip
+    assert time.monotonic() - began < 8, "run waited for the question's output to end"
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.strip().splitlines()[-1])["seeded"] is False, result.stderr
+    said = [line for line in result.stderr.splitlines() if "gets no hash seed" in line]
+    assert len(said) == 1 and "before its shim could take the seed out" in said[0], result.stderr
+
+
+@pytest.mark.slow  # waits for a question that sleeps
+def test_sigterm_to_run_ends_its_question_too(
+    shim: Venv, python: Path, unready: dict[str, str], tmp_path: Path
+) -> None:
+    """SIGTERM (or SIGHUP) to `run` while it waited for its question ended `run` and left the question running."""
+    interpreter = plain_venv(python, tmp_path / "venv")
+    (site_of(interpreter) / "aa_slow.pth").write_text(
+        "import os, time; os.environ.get('URANDOM_SHIM_QUESTION') and time.sleep(30)\n"
+    )
+    run = subprocess.Popen([cli(shim), "run", "--policy", "legacy", "--", str(interpreter), "-c", "pass"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=clean_env(unready))  # fmt: skip
+    try:
+        question = None
+        deadline = time.monotonic() + 30
+        while question is None and time.monotonic() < deadline:
+            children = Path(f"/proc/{run.pid}/task/{run.pid}/children").read_text().split()
+            question = int(children[0]) if children else None
+            time.sleep(0.05)
+        assert question is not None, "run never asked"
+        time.sleep(0.3)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=10) == -signal.SIGTERM
+        deadline = time.monotonic() + 5
+        while Path(f"/proc/{question}").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not Path(f"/proc/{question}").exists(), "the question outlived run"
+    finally:
+        run.kill()
+        run.communicate()
+
+
+def test_a_silent_question_is_quoted_by_the_line_that_says_most() -> None:
+    from urandom_shim.cli import target
+
+    fatal = "Python path configuration:\n  PYTHONHOME = '/x'\nFatal Python error: init_fs_encoding: failed\nend\n"
+    assert target._why_silent(1, fatal) == "exit status 1: Fatal Python error: init_fs_encoding: failed"
+    assert target._why_silent(2, "Unknown option: -J\nusage: python ...\n") == "exit status 2: Unknown option: -J"
+    assert target._why_silent(3, "first\nsecond\n") == "exit status 3: first"
+    assert target._why_silent(None, "") == "no exit status"
+
+
 # -- where the target can't answer: no seed, and one line says why --------------------------------------------------
 
 SHOW = "import os; print(os.environ.get('PYTHONHASHSEED'))"
@@ -361,6 +516,59 @@ def test_no_seed_to_a_python_before_3_8_which_says_so(
     assert result.stdout.strip() == "None", result.stdout + result.stderr
     said = [line for line in result.stderr.splitlines() if "gets no hash seed" in line]
     assert len(said) == 1 and f"it is Python {version}, where no shim starts" in said[0], result.stderr
+    # The bootstrap parses there too (2.7 once failed on it: `'import sitecustomize' failed`, without our prefix,
+    # and the sitecustomize it shadows did not run), and says what that Python's own os.urandom() does.
+    assert "import sitecustomize" not in result.stderr, result.stderr
+    own = [line for line in result.stderr.splitlines() if f"urandom-shim: Python {version} is not supported" in line]
+    assert len(own) == 1, result.stderr
+    expected = "predictable bytes without waiting" if version == "2.7" else "never returns weak bytes"
+    assert expected in own[0], own
+
+
+def test_a_wrapper_gets_no_seed_and_run_says_so_where_its_settings_allow_weak_bytes(
+    shim: Venv, unready: dict[str, str]
+) -> None:
+    """`sh -c`, `env`, a pyenv shim: what they start, and when, can't be known, so they get no seed. `-S`, `-E`,
+    `-I` and Python 3.7 got a line saying so, a wrapper none."""
+    for settings, says in ((["--policy", "legacy"], True), (["--policy", "pep524"], False), ([], False)):
+        result = subprocess.run([cli(shim), "run", *settings, "--", "sh", "-c", "true"], capture_output=True,
+                                text=True, env=clean_env(unready), timeout=60)  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        said = [line for line in result.stderr.splitlines() if "gets no hash seed" in line]
+        assert len(said) == says, (settings, result.stderr)
+        assert not says or "sh is not a Python interpreter that run starts itself" in said[0], said
+
+
+@pytest.mark.parametrize(
+    "variables",
+    [{"URANDOM_POLICY": "pep524", "URANDOM_SHIM_TIMEOUT": "none"},
+     {"URANDOM_POLICY": "legacy", "URANDOM_SHIM_MODE": "report"},
+     {"URANDOM_POLICY": "pep524", "URANDOM_SHIM_TIMEOUT": "1", "URANDOM_SHIM_ON_TIMEOUT": "raise"}],
+    ids=["pep524 without a timeout", "report mode", "pep524 that raises"],
+)  # fmt: skip
+def test_no_line_about_a_seed_where_the_settings_given_rule_one_out(
+    shim: Venv, unready: dict[str, str], variables: dict[str, str]
+) -> None:
+    """`-S` keeps a seed, but where the settings `run` gives already rule a seed out, saying so is noise."""
+    result = subprocess.run([cli(shim), "run", "--", str(shim.python), "-S", "-c", "pass"], capture_output=True,
+                            text=True, env=clean_env({**unready, **variables}), timeout=60)  # fmt: skip
+    assert result.returncode == 0 and result.stderr == "", result.stderr
+
+
+@pytest.mark.parametrize("option", ["-S", "-E", "-I"])
+def test_options_that_keep_the_settings_out_are_said_once_on_any_kernel(
+    shim: Venv, unready: dict[str, str], option: str
+) -> None:
+    """`run --policy pep522 -- python -E ...` applied nothing, silently, on any kernel (a false all-clear under
+    simulate): one line says so, and on an unready kernel it says why there is no seed too."""
+    for env in ({}, unready):
+        result = subprocess.run(
+            [cli(shim), "run", "--policy", "legacy", "--", str(shim.python), option, "-c", "pass"],
+            capture_output=True, text=True, env=clean_env(env), timeout=60,
+        )  # fmt: skip
+        assert result.returncode == 0, result.stderr
+        assert result.stderr.count("urandom-shim:") == 1, result.stderr
+        assert f"starts Python with {option}, so the settings given to run do not reach its program" in result.stderr
 
 
 def test_no_seed_where_neither_the_bootstrap_nor_an_installed_shim_starts(

@@ -34,13 +34,17 @@ from ._policies import (
     URANDOM,
     WAIT,
     WAITED,
+    WAITS,
+    WEAK,
     Settings,
     decide,
+    lifted,
 )
 from ._runtime import REFUSAL, policy_phrase, refusal, simulation_note
 from ._state import state
 
-#: urandom_shim._events.record once the first event has loaded it: an import statement costs microseconds a call.
+#: urandom_shim._events.record once the first event has loaded it (an import statement costs microseconds a call),
+#: and whether the exit handler that loads it is registered.
 _EVENTS: "dict[str, Any]" = {}
 
 TYPE_CHECKING = False
@@ -80,6 +84,13 @@ class Engine:
         if self.engaged or (settings.policy_value is NATIVE and not settings.reporting) or _readiness.is_ready():
             return
         self.engaged = True
+        # A call made while the interpreter shuts down (a module global's __del__) can no longer import the events
+        # module: in report mode, whose records are a gate's findings, load it at exit, before that.
+        if settings.reporting and not _EVENTS:
+            import atexit
+
+            atexit.register(_load_events)
+            _EVENTS["at exit"] = _load_events
         self.patcher = patcher = _patching.Patcher()
         self.os_urandom = urandom_wrapper(self, _patching.NATIVE_URANDOM, "os.urandom")
         _readiness.on_ready(self.disengage)  # first, so that a failure below still ends in a full restore
@@ -212,14 +223,26 @@ class Engine:
         todo = decide(self.settings, site)
         if self.settings.reporting or todo == UNTOUCHED:  # the interpreter's own code, timed
             start = monotonic()
+            if self.settings.reporting and lifted(NATIVE, self.settings.floor) is not NATIVE:
+                # PyPy's own os.urandom() returns weak bytes while the CRNG is unready, which the floor forbids in
+                # report mode too: wait first, as the interpreter's own code waits on CPython.
+                _readiness.wait(None, warn_after=self.settings.warn_after.value, warn=self._warner(call))
+            seen: str | None = None
             try:
                 return native()
             finally:
                 took = monotonic() - start
-                # The interpreter's own wait measures the window when it returns with the CRNG ready; one that
-                # returned while it is unready (PyPy's, a simulation's) did not wait for it.
-                window = took if _readiness.is_ready() else _simulated_window()
-                self._event(site, call, UNTOUCHED, todo, took, window=window)
+                # The interpreter's own code returned with the real kernel still unready (PyPy's os.urandom()): weak
+                # bytes. Returned with the CRNG ready: it waited, and measured the window. Returned while only a
+                # simulation says unready: the real kernel's state tells nothing of the window.
+                window = None
+                if _readiness.kernel_state() == _readiness.UNREADY:
+                    seen = WEAK
+                elif _readiness.is_ready():
+                    window, seen = took, WAITS
+                else:
+                    window = _simulated_window()
+                self._event(site, call, UNTOUCHED, todo, took, window=window, native=seen)
         if todo == BEST_EFFORT:
             self._event(site, call, BEST_EFFORT, todo)
             return _readiness.best_effort_bytes(size)
@@ -244,9 +267,11 @@ class Engine:
         waited: float = 0.0,
         before_start: bool = False,
         window: "float | None" = None,
+        native: "str | None" = None,
     ) -> None:
         """Record one decision (:mod:`urandom_shim._events`, loaded by the first one). ``window``: how long the CRNG
-        stayed unready after the call began, when the call found out."""
+        stayed unready after the call began, when the call found out; ``native``: what the interpreter's own code was
+        seen to do with the call (report mode)."""
         record = _EVENTS.get("record")
         if record is None:
             try:
@@ -254,18 +279,15 @@ class Engine:
             except Exception:  # noqa: BLE001 - at interpreter shutdown an import can fail; the call goes on
                 return
             record = _EVENTS["record"] = _events.record
-        record(self.settings, site, call, done, would, waited, before_start, window)
+        record(self.settings, site, call, done, would, waited, before_start, window, native)
 
     def _wait(self, call: str) -> bool:
         """Wait as configured. True when ready; False when the timeout ran out."""
         settings = self.settings
-        timeout = settings.timeout.value
-        warn_after = settings.warn_after.value
-        return _readiness.wait(
-            timeout,
-            warn_after=warn_after,
-            warn=lambda elapsed: self._warn_waiting(call, elapsed),
-        )
+        return _readiness.wait(settings.timeout.value, warn_after=settings.warn_after.value, warn=self._warner(call))
+
+    def _warner(self, call: str) -> "Callable[[float], None]":
+        return lambda elapsed: self._warn_waiting(call, elapsed)
 
     def _timed_out(self, site: str, call: str, todo: str, waited: float) -> None:
         """After a timeout: raise, or return for best-effort bytes (with one warning per call site)."""
@@ -309,6 +331,17 @@ class Engine:
                 simulation_note=simulation_note(),
             )
         )
+
+
+def _load_events() -> None:
+    if "record" not in _EVENTS and state.engine is not None and state.engine.engaged:
+        try:
+            from . import _events
+
+            _events.ready_for_shutdown()
+        except Exception:  # noqa: BLE001 - never fail an interpreter's exit
+            return
+        _EVENTS["record"] = _events.record
 
 
 def _simulated_window() -> "float | None":

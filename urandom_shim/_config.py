@@ -756,8 +756,8 @@ def publish(settings: "Settings | None") -> None:
             for name in Settings.NAMES:
                 setting = getattr(settings, name)
                 value = setting.value
-                if isinstance(value, Policy):
-                    strings.append(f"p{value.name}")
+                if isinstance(value, Policy):  # "P": a policy no machine-wide one stands in for (_policies.pinned)
+                    strings.append(f"{'P' if settings.pinned else 'p'}{value.name}")
                 elif value is None:
                     strings.append("n")
                 elif isinstance(value, float):
@@ -820,13 +820,16 @@ def followed(environ: "Mapping[str, str] | None" = None) -> "Settings | bool | N
         if not rest:
             return True
         values = {}
+        pinned = False
         for index, name in enumerate(Settings.NAMES):
             kind, text = rest[2 * index][:1], rest[2 * index][1:]
             value: object = (
-                BY_NAME[text] if kind == "p" else None if kind == "n" else float(text) if kind == "f" else text
+                BY_NAME[text] if kind in ("p", "P") else None if kind == "n" else float(text) if kind == "f" else text
             )
+            pinned = pinned or kind == "P"
             values[name] = Setting(value, rest[2 * index + 1])
         settings = Settings(**values)  # type: ignore[arg-type]
+        settings.pinned = pinned
     except Exception:  # noqa: BLE001 - unreadable: resolve as usual
         return None
     # The program itself may have written the value (os.environ in the main interpreter): the floor of the

@@ -18,24 +18,27 @@ HOOK_MAX = 64 * 1024
 #: editable installs reads about 400 KB and parses about 20 KB in 100 lines.
 HOOKS_READ_MAX = 1024 * 1024
 HOOK_LINES_MAX = 256
+#: How many files named as hooks one start looks at, whatever their size: an empty one costs a stat all the same.
+HOOKS_MAX = 512
 PARSED_MAX = 64 * 1024
 #: The longest mapping line parsed: setuptools writes one pair per top-level package of the distribution.
 LINE_MAX = 16 * 1024
 
 
 class _Budget:
-    """What is left of a start's :data:`HOOKS_READ_MAX` bytes, :data:`HOOK_LINES_MAX` lines and
-    :data:`PARSED_MAX` characters parsed."""
+    """What is left of a start's :data:`HOOKS_READ_MAX` bytes, :data:`HOOK_LINES_MAX` lines,
+    :data:`PARSED_MAX` characters parsed and :data:`HOOKS_MAX` files."""
 
-    __slots__ = ("bytes", "lines", "parsed")
+    __slots__ = ("bytes", "files", "lines", "parsed")
 
     def __init__(self) -> None:
         self.bytes = HOOKS_READ_MAX
         self.lines = HOOK_LINES_MAX
         self.parsed = PARSED_MAX
+        self.files = HOOKS_MAX
 
     def spent(self) -> bool:
-        return self.bytes <= 0 or self.lines <= 0 or self.parsed <= 0
+        return self.bytes <= 0 or self.lines <= 0 or self.parsed <= 0 or self.files <= 0
 
 
 def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str] | None":
@@ -49,9 +52,9 @@ def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str
     The hooks are looked for in the installation directories on ``path`` (``site-packages``, ``dist-packages``),
     which ``site`` runs them from, in ``path``'s order. A hook is read as text, only if it is a regular file of at
     most :data:`HOOK_MAX` bytes (checked before it is opened, and opened without blocking), never imported or run;
-    all the hooks together within one budget (:data:`HOOKS_READ_MAX`, :data:`HOOK_LINES_MAX`), past which none is
-    read. Called only where :func:`urandom_shim._programs.find_module` found nothing: a regular install costs
-    nothing more."""
+    all the hooks together within one budget (:data:`HOOKS_READ_MAX`, :data:`HOOK_LINES_MAX`, :data:`HOOKS_MAX`
+    files, empty ones included), past which none is read. Called only where
+    :func:`urandom_shim._programs.find_module` found nothing: a regular install costs nothing more."""
     top = module.split(".")[0]
     if not top.isidentifier():
         return None
@@ -71,6 +74,7 @@ def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str
         for name in names:
             if budget.spent():
                 return None
+            budget.files -= 1
             hook = os.path.join(entry, name)
             target = _hook_target(hook, top, budget)
             if target is None:

@@ -23,7 +23,9 @@ Sinks:
   (``urandom-shim check`` says why it can't).
 
 This module is imported on the first event only: the ready path never loads it, and an unready start that makes no
-call in the window neither. It imports nothing but what is loaded already (``json`` would import ``re``).
+call in the window neither, but in report mode at its exit while the CRNG is still unready (so that a call while the
+interpreter shuts down, after its exit handlers, is recorded too). It imports nothing but what is loaded already
+(``json`` would import ``re``).
 
 One piece, though over 500 lines: it loads at a program's first event in the window, where each module more costs
 about 0.45 M instructions (docs/explanation/design-decisions.md); the record's shape (:class:`Record`) is a type
@@ -33,6 +35,7 @@ only, which costs nothing at run time.
 import atexit
 import os
 import sys
+import time  # loaded already (the engine's clock): an import at interpreter shutdown fails
 
 from . import _messages, _policies, _simulation, _sources
 
@@ -81,6 +84,7 @@ if TYPE_CHECKING:
             "seed_random_instances": Union[str, None],
             "floor": Union[str, None],
             "interpreter": Union[str, None],
+            "pinned": bool,
             "count": int,
             "cut": List[str],
             "from": str,
@@ -154,21 +158,29 @@ def record(
     waited: float = 0.0,
     before_start: bool = False,
     window: "float | None" = None,
+    native: "str | None" = None,
 ) -> None:
     """Record one decision: written at once if it is the first from its call site in this process, else counted.
     ``window``: how long the CRNG stayed unready after the call began, when the call found out (infinite for a
-    simulated window nothing ends)."""
+    simulated window nothing ends); ``native``: what the interpreter's own code was seen to do (report mode).
+
+    A call site is also what was done there and what every policy would do: a call that timed out after one that
+    did not, or whose window closed in time where the first's did not, is written as a call of its own, never
+    counted into another's repeat."""
     try:
         frame = None if before_start else caller_frame()
         where = (None, 0) if frame is None else (frame.f_code, frame.f_lineno)
-        key = (call.partition("(")[0], *where, settings.policy.value, settings.mode.value)
+        key = (
+            call.partition("(")[0], *where, settings.policy.value, settings.mode.value, action,
+            _policies.in_time(settings, window), native,
+        )  # fmt: skip
         fresh: list[Any] = [0, None, settings]
         entry = _seen.setdefault(key, fresh)  # atomic: of two threads, one writes and the other counts
         if entry is not fresh:
             entry[0] += 1
             return
         caller = BEFORE_START if before_start else location(frame)
-        event = _event(settings, site, call, caller, action, would, waited, window)
+        event = _event(settings, site, call, caller, action, would, waited, window, native)
         fresh[1] = event
         write(event, settings)
     except Exception:  # noqa: BLE001 - an event must never break the call it describes
@@ -184,9 +196,11 @@ def _event(
     would: str,
     waited: float,
     window: "float | None" = None,
+    native: "str | None" = None,
 ) -> "dict[str, Any]":
     sim = _simulation.current()
     timeout = settings.timeout.value
+    source = settings.policy.source
     event: dict[str, Any] = {
         "v": VERSION,
         "event": "call",
@@ -194,9 +208,9 @@ def _event(
         **program(),
         "call": _sources.clip(call, 200),
         "site": site,
-        "caller": caller,
+        "caller": _middle(caller, MAX_PATH_FIELD),
         "policy": settings.policy.value.name,
-        "policy_source": _sources.clip(settings.policy.source, 300),
+        "policy_source": _middle(source, MAX_PATH_FIELD),
         "mode": settings.mode.value,
         "action": action,
         "would": would,
@@ -204,7 +218,8 @@ def _event(
         "simulated": None if sim is None else _sources.clip(sim.spec, 200),
         # What every policy would do with this call, by the engine's own decision (_policies.outcome), and the
         # settings and facts that shaped it: the report reads these, and never works a call's fate out again.
-        "under": _policies.outcomes(settings, site, window),
+        "under": _policies.outcomes(settings, site, window, native),
+        "pinned": settings.pinned,
         "window": None if window is None or window == float("inf") else round(window, 3),
         "timeout": timeout,
         "on_timeout": settings.on_timeout.value,
@@ -212,11 +227,27 @@ def _event(
         "floor": None if settings.floor is None else _sources.clip(settings.floor, 200),
         "interpreter": INTERPRETER,
     }
+    cut = [name for name, whole in (("caller", caller), ("policy_source", source)) if len(whole) > MAX_PATH_FIELD]
+    if cut:  # shortened in their middle: a path keeps its file name and line
+        event["cut"] = cut
     return event
+
+
+#: The longest a path of an event (the caller's, the policy's source) is kept: longer ones lose their middle.
+MAX_PATH_FIELD = 300
 
 
 #: The interpreter, as an event names it: its implementation and version (``cpython 3.11.7``, ``pypy 7.3.17``).
 INTERPRETER = "{} {}.{}.{}".format(sys.implementation.name, *sys.implementation.version[:3])
+
+
+def ready_for_shutdown() -> None:
+    """Read now what an event needs that takes an import (the program's facts): a call while the interpreter shuts
+    down, after the exit handlers, can't import anything."""
+    try:
+        program()
+    except Exception:  # noqa: BLE001 - the event is then written without them, or not at all; never a failure
+        pass
 
 
 def _at_exit() -> None:
@@ -249,7 +280,7 @@ def fitted(event: "dict[str, Any]") -> str:
         argv = [_sources.clip(arg, 40) for arg in argv[: len(argv) // 2]]
         event = {**event, "argv": argv, "argv_cut": True}
         record = dumps(event)
-    cut: list[str] = []
+    cut: list[str] = list(event.get("cut") or ())
     while len(record) + 2 > MAX_RECORD:  # texts of escaped characters, each six bytes in JSON
         name = max((k for k, v in event.items() if isinstance(v, str)), key=lambda k: len(event[k]))
         if len(event[name]) <= 8:
@@ -294,8 +325,6 @@ def reset() -> None:
 
 def boot_time() -> float:
     """Seconds since boot (``CLOCK_BOOTTIME``, the kernel log's clock while nothing has been suspended)."""
-    import time
-
     clock = getattr(time, "CLOCK_BOOTTIME", None)
     if clock is not None:
         try:
@@ -350,10 +379,10 @@ def caller_frame() -> "Any":
 
 
 def location(frame: "Any") -> str:
-    """``path:line`` of ``frame``."""
+    """``path:line`` of ``frame``: the whole of it, which the event shortens in its middle if it must."""
     if frame is None:
         return "<unknown>"
-    return _sources.clip(f"{frame.f_code.co_filename}:{frame.f_lineno}", 300)
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}"
 
 
 def caller_location() -> str:
@@ -512,17 +541,29 @@ def _describe(event: "dict[str, Any]", caller: str, source: str) -> str:
         simulated=_messages.EVENT_SIMULATED if event.get("simulated") else "",
         boot_time=event["boot_time"],
     )
+    under = _messages.EVENT_UNDER.format(outcomes=under_phrase(event["under"], event["timeout"]))
     if event["event"] == "repeat":
-        return _messages.EVENT_REPEAT.format(where=where, count=event["count"])
+        return _messages.EVENT_REPEAT.format(where=where, count=event["count"], under=under)
     template = _messages.EVENT_REPORT_ONLY if event["mode"] == "report" else _messages.EVENT_ENFORCED
     return template.format(
         where=where,
         done=DONE[event["action"]].format(waited=event["waited"]),
         policy=event["policy"],
         source=source,
-        would=WOULD[event["would"]],
-        under=_messages.EVENT_UNDER.format(outcomes=under_phrase(event["under"], event["timeout"])),
+        would=would_phrase(event),
+        under=under,
     )
+
+
+def would_phrase(event: "dict[str, Any]") -> str:
+    """What the configured policy would have done (report mode), in words: its row of the table, or the end of its
+    wait where the program's timeout would end it (what ``under`` says of the configured policy)."""
+    found = (event.get("under") or {}).get(event["policy"]) if event["would"] == _policies.WAIT else None
+    if found == _policies.WAIT_THEN_RAISE:
+        return _messages.EVENT_DONE_TIMED_OUT_RAISED.format(waited=event["timeout"] or 0.0)
+    if found == _policies.WAIT_THEN_WEAK:
+        return _messages.EVENT_DONE_TIMED_OUT_BEST_EFFORT.format(waited=event["timeout"] or 0.0)
+    return WOULD[event["would"]]
 
 
 def under_phrase(under: "dict[str, str]", timeout: "float | None") -> str:

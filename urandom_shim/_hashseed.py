@@ -25,11 +25,21 @@ import sys
 VARIABLE = "PYTHONHASHSEED"
 MARK = "URANDOM_SHIM_HASHSEED"
 #: What ``run`` puts after ``-c CODE`` in the start it makes to ask an interpreter what its program will resolve,
-#: before the program's command line. ``_urandom_shim_boot`` keeps a copy (it can't import the package to compare),
-#: which tests/test_run_asks.py keeps equal.
-QUESTION = "urandom-shim-question"
+#: followed by a token of its own, before the program's command line. ``_urandom_shim_boot`` keeps a copy (it can't
+#: import the package to compare), which tests/test_run_asks.py keeps equal.
+QUESTION = "urandom-shim-question:"
+#: The variable that carries the same token in that start's environment alone: a program's own arguments can't
+#: make a start the question (``run`` takes the variable out of every command's environment).
+QUESTION_TOKEN = "URANDOM_SHIM_QUESTION"
 #: The first word of the line that answers it, on stdout.
 ANSWER = "urandom-shim-answer"
+
+
+def new_token() -> str:
+    """The token that marks one question, from best-effort kernel bytes, without waiting."""
+    from ._readiness import best_effort_bytes
+
+    return best_effort_bytes(8).hex()
 
 
 def new_seed() -> str:
@@ -65,8 +75,9 @@ def answer(program: "list[str]", cwd: "str | None", how: str) -> None:
     start-up module): resolve the settings of ``program``, the command line ``run`` will start (the interpreter
     first), with the code and at the moment its own start will, in this interpreter, with its options, environment
     and ``site``; say them on stdout in one line (:data:`ANSWER`, the version, ``how`` the shim started, then
-    ``resolved POLICY ON_TIMEOUT TIMEOUT MODE``, ``ready`` or ``error NAME``); and end this process, so that
-    nothing after the shim runs. Never returns."""
+    ``resolved POLICY ON_TIMEOUT TIMEOUT MODE WARN_AFTER STARTED``, ``ready`` or ``error NAME``, where STARTED is
+    ``-``, or what :func:`started_processes` found, in hexadecimal); and end this process, so that nothing after the
+    shim runs. Never returns."""
     try:
         words = _resolved(program, cwd)
     except BaseException as exc:  # noqa: BLE001 - said in the answer: run gives no seed
@@ -87,17 +98,87 @@ def _resolved(program: "list[str]", cwd: "str | None") -> "list[str]":
 
     kind, name = _programs.python_target(program)
     sys._urandom_shim_invocation = ([name if kind == "script" and name else kind], cwd)  # type: ignore[attr-defined]
-    sys.orig_argv = list(program)  # where the shim reads an -m module's name (_programs.module_from_command_line)
+    _programs.command_line = _as_read(program)  # where the shim reads an -m module's name
+    if getattr(sys, "orig_argv", None):
+        sys.orig_argv = list(program)  # what events name the program by
     followed = _config.followed()
     _simulation.current(report=False)
     if _readiness.is_ready():
         return ["ready"]
     settings = followed if isinstance(followed, Settings) else _config.resolve()[0]
-    timeout = settings.timeout.value
+    timeout, warn_after = settings.timeout.value, settings.warn_after.value
+    started = started_processes()
     return [
         "resolved",
         settings.policy_value.name,
         str(settings.on_timeout.value),
         "none" if timeout is None else repr(float(timeout)),
         "report" if settings.reporting else "enforce",
+        "none" if warn_after is None else repr(float(warn_after)),
+        os.fsencode(started).hex() if started else "-",
     ]
+
+
+def started_processes() -> str:
+    """What this process has started so far, before its shim (a ``.pth`` file's code, which ``site`` runs before
+    ours): the name of a child still there; ``a process that has ended`` (the usage of the children waited for);
+    ``processes /proc does not show`` where ``/proc`` can't say; or '' for none. A process started there inherits
+    the seed, since the shim takes it out of the environment only when it starts."""
+    try:
+        import resource
+
+        ended = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss > 0
+    except (ImportError, OSError, AttributeError):
+        ended = False
+    try:
+        pids = _children()
+    except OSError:
+        return "processes /proc does not show"
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/comm", "rb") as handle:
+                return repr(os.fsdecode(handle.read(64).strip()))
+        except OSError:
+            pass
+    return "a process that has ended" if ended or pids else ""
+
+
+def _children() -> "list[str]":
+    """The process ids of this process's children, zombies included: from each thread's ``children`` list, or, on a
+    kernel without them, from every process's parent."""
+    me = os.getpid()
+    pids: list[str] = []
+    tasks = os.listdir(f"/proc/{me}/task")  # OSError without /proc
+    try:
+        for task in tasks:
+            with open(f"/proc/{me}/task/{task}/children", "rb") as handle:
+                pids += handle.read().decode().split()
+        return pids
+    except FileNotFoundError:
+        pids = []
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as handle:
+                    fields = handle.read().rpartition(b")")[2].split()
+            except OSError:
+                continue
+            if fields[1:2] == [str(me).encode()]:
+                pids.append(pid)
+    return pids
+
+
+def _as_read(program: "list[str]") -> "list[str]":
+    """The command line ``program``'s start will read its ``-m`` module's name from: its own arguments where the
+    interpreter has ``sys.orig_argv`` (3.10+); before that (and on PyPy 3.9), ``/proc/self/cmdline``, as the kernel
+    keeps what ``run`` passes, or nothing where ``/proc`` is missing, as it is for this start too."""
+    from . import _programs
+
+    if getattr(sys, "orig_argv", None):
+        return list(program)
+    try:
+        with open("/proc/self/cmdline", "rb"):
+            pass
+    except OSError:
+        return []
+    return _programs.from_proc_command_line(b"".join(os.fsencode(word) + b"\0" for word in program))

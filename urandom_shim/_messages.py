@@ -149,8 +149,8 @@ LEGACY_BELOW_FLOOR = (
 #: The source of the policy a floor gives PyPy in place of 'native' (status and check show it; nothing is printed at
 #: start, as nothing is wrong with the configuration).
 NATIVE_LIFTED_ON_PYPY = (
-    "{floor}, instead of 'native' from {policy_source}: PyPy's own os.urandom() reads /dev/urandom, which does not "
-    "wait for the CRNG"
+    "{floor}, instead of 'native' from {policy_source}: PyPy's own os.urandom() reads /dev/urandom, which returns "
+    "bytes without waiting for the CRNG before Linux 5.18"
 )
 FALLBACK_BELOW_FLOOR = (
     "on_timeout 'fallback' from {on_timeout_source} is below the floor set by {floor}, which forbids weak bytes; "
@@ -241,6 +241,11 @@ CHECK_NO_SUCH_PROGRAM = (
     "--for {target!r}: there is no such script, no such command on PATH or in {bin}, and no module of that name here "
     "or on this interpreter's sys.path. Check the spelling, and that the app is installed in this environment."
 )
+CHECK_FOR_NOT_A_MODULE = "--for {target}: after -m comes a module name such as 'app.main'"
+CHECK_FOR_NOT_A_PROGRAM = (
+    "--for {target} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module name "
+    "such as 'app.main' (write '-m app.main' to say it is one)"
+)
 CHECK_NO_SUCH_MODULE = (
     "-m {module}: there is no module of that name here or on this interpreter's sys.path. Check the spelling, and "
     "that the app is installed in this environment."
@@ -307,10 +312,12 @@ ENTROPY_HINT = "give the machine an entropy source (a virtio-rng device, a hardw
 SIMULATION_NOTE = " (The unready state is simulated by URANDOM_SHIM_SIMULATE={spec}.)"
 POLICY_PHRASE = "urandom-shim policy '{value}' (from {source})"
 FAIL_FAST_HINT = "To fail fast instead, set URANDOM_POLICY=pep522. "
+FAIL_FAST_FLAG_HINT = "To fail fast instead, use {command} --policy pep522. "
+BOUND_HINT = "To bound the wait, set URANDOM_SHIM_TIMEOUT=SECONDS. "
 WAITING = (
     "{call} has been waiting {elapsed:.1f} s for the kernel's random number generator to initialise, under "
-    "{policy_phrase}. It returns as soon as the kernel is ready. {fail_fast}To bound the wait, set "
-    "URANDOM_SHIM_TIMEOUT=SECONDS. To end it, {entropy_hint}.{simulation_note}"
+    "{policy_phrase}. It returns as soon as the kernel is ready. {fail_fast}{bound}To end it, "
+    "{entropy_hint}.{simulation_note}"
 )
 BAD_TIMEOUT_NUMBER = "timeout must be a number of seconds >= 0 or None, not {seconds!r}"
 URANDOM_BLOCK_FALSE_WITH_TIMEOUT = "block=False never waits, so it takes no timeout"
@@ -370,6 +377,35 @@ RUN_NO_SHIM_THERE = (
     "seed out of its environment"
 )
 RUN_SHIM_SILENT = "its shim started but did not answer what the program will resolve"
+RUN_NOT_AN_INTERPRETER = (
+    "{name} is not a Python interpreter that run starts itself (env, sh -c, a shell script, a pyenv shim, a #! line "
+    "without an absolute path to Python), so which program it starts, and when, can't be known"
+)
+RUN_THROUGH_PROC = (
+    "its script {script!r} is reached through /proc (as /dev/stdin and /dev/fd/N are), which names another file "
+    "in each process, so what that program resolves can't be asked before it starts"
+)
+RUN_STARTED_FIRST = (
+    "its start started a process ({started}) before its shim could take the seed out (code of a .pth file, which "
+    "site runs before ours), and that process would keep the seed"
+)
+RUN_WAITING = (
+    "{subcommand}: {command} has waited {elapsed:.1f} s before it starts, for the kernel's random number "
+    "generator: its policy '{policy}' with on_timeout 'fallback' waits at most {timeout:g} s, then starts it with "
+    "PYTHONHASHSEED from non-blocking kernel bytes (each of its own calls then waits its own timeout). To end the "
+    "wait, {entropy_hint}."
+)
+RUN_SETTINGS_IGNORED = (
+    "{subcommand}: {command} starts Python with {option}, so the settings given to {subcommand} do not reach its "
+    "program: {why}."
+)
+RUN_WHY_NO_SITE = "no site runs there, so no shim starts"
+RUN_WHY_NO_ENVIRONMENT = (
+    "it ignores PYTHON* variables, so run's bootstrap does not start there, and a shim installed there ignores the "
+    "URANDOM_* variables that carry the settings"
+)
+RUN_NO_COMMAND = "no command given; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
+RUN_EMPTY_COMMAND = "the command after '--' is an empty name; write: {prog} {subcommand} [options] -- CMD [ARGS ...]"
 RUN_BAD_ENVIRONMENT = (
     "the environment holds an entry with {what} ({entry!r}), which no program can be given; start "
     "{subcommand} from an environment without it (env -i NAME=VALUE ... urandom-shim {subcommand} ...)"
@@ -449,7 +485,7 @@ OUTCOME_PHRASES = {
     "wait-then-raise": "raises after its {timeout:g} s timeout",
     "wait-then-weak": "weak bytes after its {timeout:g} s timeout",
 }
-EVENT_REPEAT = "{where}: {count} more like it, not shown one by one."
+EVENT_REPEAT = "{where}: {count} more like it, not shown one by one; {under}."
 # What happened ({done} above), and what the policy would have done ({would}).
 EVENT_DONE_UNTOUCHED = "left it to the interpreter ({waited:.2f} s)"
 EVENT_DONE_WAITED = "waited {waited:.2f} s for strong bytes"

@@ -121,12 +121,28 @@ def lifted(policy: "Policy", floor: object, pypy: bool = PYPY) -> "Policy":
     return policy
 
 
+#: The sources of a policy that another policy may stand in for, in what each event records of every policy: the
+#: default, the machine file's own (where an administrator switches the machine's policy), and the dry runs'
+#: (``simulate --policy``, the pytest plugin's option, marker and fixture), whose point is to try each. Any other
+#: source outranks the machine file (a unit's ``URANDOM_POLICY``, a project's table, the environment's file, a
+#: ``[[program]]`` rule, ``run --policy``, ``activate()``): its policy stays whatever the machine's becomes.
+REPLACEABLE_SOURCES: "Final" = (
+    "default", "urandom-shim simulate --policy", "--urandom-policy", "@pytest.mark.urandom", "urandom_policy()"
+)  # fmt: skip
+MACHINE_FILE_SOURCE: "Final" = " (machine file)"
+
+
+def pinned(source: str) -> bool:
+    """Whether a policy from ``source`` stays the program's whatever policy the machine's file says."""
+    return source not in REPLACEABLE_SOURCES and not source.endswith(MACHINE_FILE_SOURCE)
+
+
 def decide(settings: "Settings", site: str, policy: "Policy | None" = None, pypy: bool = PYPY) -> str:
     """The action the engine takes at ``site`` while the CRNG is unready (a cell of the table: untouched, wait,
     raise, best-effort), under the program's ``settings``; or, with ``policy``, what it would take were ``policy``
-    configured in place of the program's (a ``[[program]]`` rule's policy stays: it outranks the machine's), with
-    the program's other settings and its floor."""
-    if policy is None or RULE_SOURCE in settings.policy.source:
+    the machine's, with the program's other settings and its floor: a policy from a source that outranks the machine
+    file (:func:`pinned`) stays."""
+    if policy is None or settings.pinned:
         policy = settings.policy.value
     policy = lifted(policy, settings.floor, pypy)
     return action(policy, site, str(settings.seed_random_instances.value))
@@ -159,10 +175,13 @@ def outcome(
     policy: "Policy | None" = None,
     window: "float | None" = None,
     pypy: bool = PYPY,
+    native: "str | None" = None,
 ) -> str:
     """What a call at ``site`` comes to under ``policy`` (default: the program's own), from :func:`decide`.
     ``window`` is how long the CRNG stayed unready after the call began, when that is known: a wait bounded by
-    ``timeout`` ends in its ``on_timeout`` unless the window is known to close first."""
+    ``timeout`` ends in its ``on_timeout`` unless the window is known to close first. ``native`` is what the
+    interpreter's own code was seen to do with this call (report mode: it returned weak bytes while the kernel was
+    unready, or waited), which outranks what is known of the interpreter."""
     if site == EXPLICIT_WAIT:
         return WAITS  # secrets.wait_for_system_rng() waits under every policy
     todo = decide(settings, site, policy, pypy)
@@ -170,6 +189,8 @@ def outcome(
     if todo == UNTOUCHED:
         if not strong:
             return FINE
+        if native is not None:
+            return native
         return WEAK if pypy and not urandom_device_waits() else WAITS
     if todo == RAISE:
         return RAISES
@@ -183,9 +204,18 @@ def outcome(
     return WAIT_THEN_RAISE
 
 
-def outcomes(settings: "Settings", site: str, window: "float | None" = None) -> "dict[str, str]":
+def outcomes(
+    settings: "Settings", site: str, window: "float | None" = None, native: "str | None" = None
+) -> "dict[str, str]":
     """:func:`outcome` under every policy, by name: what an event records."""
-    return {p.name: outcome(settings, site, p, window) for p in POLICIES}
+    return {p.name: outcome(settings, site, p, window, native=native) for p in POLICIES}
+
+
+def in_time(settings: "Settings", window: "float | None") -> bool:
+    """Whether the window is known to close within the program's timeout: the one fact of a call, besides its
+    site and what the interpreter's own code did, that changes what a policy comes to."""
+    timeout = settings.timeout.value
+    return window is not None and timeout is not None and window <= timeout
 
 
 class Setting(Generic[T]):
@@ -204,7 +234,9 @@ class Setting(Generic[T]):
 class Settings:
     """The effective policy and options, each with its source."""
 
-    __slots__ = ("events", "floor", "mode", "on_timeout", "policy", "seed_random_instances", "timeout", "warn_after")
+    __slots__ = (
+        "events", "floor", "mode", "on_timeout", "pinned", "policy", "seed_random_instances", "timeout", "warn_after"
+    )  # fmt: skip
 
     #: Every setting, in the order status and check list them.
     NAMES: "Final" = ("policy", "mode", "timeout", "on_timeout", "warn_after", "seed_random_instances", "events")
@@ -232,6 +264,8 @@ class Settings:
         self.events: Setting[str | None] = events or Setting(None, "default")
         #: The floor (``allow_weak = false``) in force, described with the file that sets it; None without one.
         self.floor: str | None = None
+        #: Whether the policy came from a source that outranks the machine file (:func:`pinned`).
+        self.pinned = pinned(self.policy.source)
 
     @property
     def policy_value(self) -> "Policy":

@@ -279,18 +279,34 @@ def launcher_target(script: str) -> "str | None":
     return module
 
 
+#: The command line an ``-m`` module's name is read from in place of this interpreter's own, if not None: set by
+#: ``run``'s question (:mod:`urandom_shim._hashseed`) to its program's, as that program's start will read it.
+command_line: "list[str] | None" = None
+
+
 def module_from_command_line() -> "str | None":
     """The ``-m`` module name. ``sys.argv[0]`` is ``'-m'`` while ``.pth`` files run; the name is in
-    ``sys.orig_argv`` (3.10+) or, before that, in ``/proc/self/cmdline``."""
-    argv: list[str] = [str(arg) for arg in getattr(sys, "orig_argv", None) or []]
-    if not argv:
+    ``sys.orig_argv`` (3.10+) or, before that, in ``/proc/self/cmdline`` (None without ``/proc``)."""
+    argv = command_line
+    if argv is None:
+        argv = [str(arg) for arg in getattr(sys, "orig_argv", None) or []]
+    if not argv and command_line is None:
         try:
             with open("/proc/self/cmdline", "rb") as handle:
-                argv = [a.decode(errors="replace") for a in handle.read().split(b"\0") if a]
+                argv = from_proc_command_line(handle.read())
         except OSError:
             return None
     kind, name = python_target(argv)
     return name if kind == "-m" else None
+
+
+def from_proc_command_line(data: bytes) -> "list[str]":
+    """The arguments in ``/proc/PID/cmdline``'s ``data``: each ends with a NUL, and an empty one (``-W ''``) is kept,
+    as the interpreter reads it."""
+    words = data.split(b"\0")
+    if words and not words[-1]:
+        words.pop()
+    return [word.decode(errors="replace") for word in words]
 
 
 def python_target(argv: "list[str]") -> "tuple[str, str | None]":

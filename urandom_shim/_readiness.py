@@ -29,7 +29,7 @@ GRND_INSECURE = 4
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Callable
+    from typing import Any, Callable
 
 _settled: "str | None" = None  # READY or UNKNOWN once the kernel has answered for good
 _listeners: "list[Callable[[], None]]" = []
@@ -319,14 +319,19 @@ def wait(
 def best_effort_bytes(size: int) -> bytes:
     """``size`` bytes from the kernel without waiting, as Python 3.5.2 returned them before the CRNG was ready.
 
-    Uses ``getrandom(GRND_INSECURE)`` (Linux 5.6+), which never blocks. Older kernels read ``/dev/urandom``; on 5.18+
-    that read would run the jitter generator and could block for about a second, which is why it is the fallback.
-    Once the CRNG is initialised, both give full-strength bytes.
+    Uses ``getrandom(GRND_INSECURE)`` (Linux 5.6+), which never blocks: ``os.getrandom``, or where ``os`` has none
+    (PyPy) the C library's ``getrandom()``. Older kernels read ``/dev/urandom``; on 5.18+ that read would run the
+    jitter generator and could block for about a second, which is why it is the fallback. Once the CRNG is
+    initialised, both give full-strength bytes.
     """
     global _insecure_works
     if size <= 0:
         return b""
     getrandom = getattr(os, "getrandom", None)
+    if getrandom is None and sys.platform == "linux" and _insecure_works is not False:
+        data = _libc_insecure_bytes(size)
+        if data is not None:
+            return data
     if getrandom is not None and _insecure_works is not False:
         chunks = []
         remaining = size
@@ -359,6 +364,41 @@ def best_effort_bytes(size: int) -> bytes:
         if getrandom is None:  # no Linux interfaces at all: the platform's own urandom never blocks
             return native_urandom(size)
         raise
+
+
+_libc_getrandom: "Any" = None
+
+
+def _libc_insecure_bytes(size: int) -> "bytes | None":
+    """``size`` bytes from the C library's ``getrandom(GRND_INSECURE)``, for an interpreter without
+    ``os.getrandom`` (PyPy); None where it has no such function, or the kernel refuses the flag (before 5.6)."""
+    global _insecure_works, _libc_getrandom
+    try:
+        import ctypes
+
+        function = _libc_getrandom
+        if function is None:
+            function = ctypes.CDLL(None, use_errno=True).getrandom
+            function.restype = ctypes.c_ssize_t
+            function.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_uint]
+            _libc_getrandom = function
+    except (ImportError, OSError, AttributeError):
+        _insecure_works = False
+        return None
+    buffer = ctypes.create_string_buffer(size)
+    done = 0
+    while done < size:
+        got = function(ctypes.byref(buffer, done), size - done, GRND_INSECURE)
+        if got < 0:
+            import errno
+
+            if ctypes.get_errno() == errno.EINTR:
+                continue
+            _insecure_works = False  # EINVAL before Linux 5.6, or denied (ENOSYS, EPERM)
+            return None
+        done += got
+    _insecure_works = True
+    return buffer.raw[:size]
 
 
 def best_effort_seed() -> int:

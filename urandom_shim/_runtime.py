@@ -121,13 +121,20 @@ def warn_waiting(settings: "Settings", warned: "set[str]", call: str, elapsed: f
         return
     warned.add(key)
 
-    fail_fast = "" if settings.policy.value is PEP522 else _messages.FAIL_FAST_HINT
+    # The hints name what changes the policy here: a flag of `run` or `simulate` outranks URANDOM_POLICY. A wait
+    # that has a timeout is bounded already.
+    fail_fast = ""
+    if settings.policy.value is not PEP522:
+        command, flag, _rest = settings.policy.source.rpartition(" --policy")
+        given = flag and command.startswith("urandom-shim ")
+        fail_fast = _messages.FAIL_FAST_FLAG_HINT.format(command=command) if given else _messages.FAIL_FAST_HINT
     _messages.emit(
         _messages.WAITING.format(
             call=call,
             elapsed=elapsed,
             policy_phrase=policy_phrase(settings),
             fail_fast=fail_fast,
+            bound=_messages.BOUND_HINT if settings.timeout.value is None else "",
             entropy_hint=_messages.ENTROPY_HINT,
             simulation_note=simulation_note(),
         )

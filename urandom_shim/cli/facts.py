@@ -6,27 +6,25 @@ from __future__ import annotations
 
 import errno
 import os
-import shutil
 import sys
 
 from .. import __version__, _config, _messages, _policies, _programs, _readiness, _simulation, _sources
 from .._state import state
+from .program import program
+from .shapes import (
+    ActivationFacts,
+    CheckFacts,
+    KernelFacts,
+    SimulationFacts,
+    SiteRow,
+    StatusFacts,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
 
 RANDOM_DIR = "/proc/sys/kernel/random"
-
-
-class NotAProgram(ValueError):
-    """``check --for`` names something that is neither a script, a command on ``PATH``, nor a module name."""
-
-
-class NoSuchProgram(NotAProgram):
-    """``check --for`` names something that could be a command or a module, but no such command or module exists:
-    a typo, or an app that is not installed in this environment."""
 
 
 def read_int(path: str) -> int | None:
@@ -37,7 +35,7 @@ def read_int(path: str) -> int | None:
         return None
 
 
-def kernel_facts() -> dict[str, Any]:
+def kernel_facts() -> KernelFacts:
     """The real kernel's CRNG state, its entropy estimate and its release. Never touches a simulation."""
     uname = getattr(os, "uname", None)
     return {
@@ -55,14 +53,13 @@ NATIVE_SEMANTICS = (
 )
 
 #: What PyPy (Debian's pypy3: 7.3.11 on Debian 12, newer in sid) does on its own: no os.getrandom, and an os.urandom
-#: that reads /dev/urandom.
+#: (and a start, and random's seeding) that reads /dev/urandom.
 NATIVE_SEMANTICS_PYPY = (
-    "os.urandom() and SystemRandom read /dev/urandom and never wait (PyPy does not implement PEP 524), so before the "
-    "CRNG is initialised they may return predictable bytes; secrets does the same; there is no os.getrandom(); "
-    "seeding random never blocks. Choose pep524 or pep522 for the guarantee CPython gives on its own."
+    "os.urandom(), SystemRandom, secrets and seeding random read /dev/urandom (PyPy does not implement PEP 524, and "
+    "has no os.getrandom()): before the CRNG is initialised they return predictable bytes at once on Linux before "
+    "5.18, and wait for the kernel's jitter generator on 5.18+ (about a second; longer where it can't run). Choose "
+    "pep524 or pep522 for the guarantee CPython gives on its own."
 )
-#: What a PyPy interpreter's own start does while the CRNG is unready: it reads its hash secret without waiting.
-RUN_START_PYPY = "reads its hash secret with a non-blocking getrandom(), so it never waits (PyPy's own start)"
 
 #: What does not work on this interpreter, as status and check say it (docs/explanation/compatibility.md).
 LIMIT_PYPY_OLD_KERNEL = (
@@ -71,8 +68,9 @@ LIMIT_PYPY_OLD_KERNEL = (
     "or on Linux 5.6 or later, for the policy to apply."
 )
 LIMIT_PYPY_NATIVE = (
-    "Under policy 'native' PyPy's own os.urandom() never waits, unlike CPython's: choose pep524 to wait for the "
-    "CRNG, or pep522 to refuse bytes until it is ready."
+    "Under policy 'native' PyPy's own os.urandom() reads /dev/urandom, which before Linux 5.18 returns predictable "
+    "bytes without waiting, unlike CPython's: choose pep524 to wait for the CRNG, or pep522 to refuse bytes until "
+    "it is ready."
 )
 
 LIMIT_PYPY_EARLY_REFERENCES = (
@@ -81,8 +79,8 @@ LIMIT_PYPY_EARLY_REFERENCES = (
     "defaultdict), in a bound method or a lazy iterator (map, itertools.repeat), in an attribute declared in "
     "__slots__, or in a "
     "local variable of a function still running, can't be replaced: a call through it gets PyPy's own os.urandom, "
-    "which never waits (CPython's waits). Every other reference gets the policy. Keep such references in a module, "
-    "a class, a list or a dict value instead."
+    "which before Linux 5.18 returns predictable bytes without waiting (CPython's waits). Every other reference "
+    "gets the policy. Keep such references in a module, a class, a list or a dict value instead."
 )
 
 
@@ -147,15 +145,17 @@ def describe_run_start(settings: _policies.Settings) -> str:
     """What ``urandom-shim run`` does for a program's interpreter start while the kernel's CRNG is unready."""
     policy, timeout = settings.policy_value, settings.timeout.value
     wrapped = RUN_START_WRAPPED
+    if settings.reporting:  # report mode behaves as native: run gives no seed
+        return RUN_START_WAITS
     if policy is _policies.LEGACY:
         return RUN_START_SEED + wrapped
     if policy is not _policies.NATIVE and settings.on_timeout.value == "fallback" and timeout is not None:
         return RUN_START_FALLBACK.format(timeout=timeout) + wrapped
-    return RUN_START_PYPY if is_pypy() else RUN_START_WAITS
+    return RUN_START_WAITS
 
 
-def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
-    rows = []
+def site_table(settings: _policies.Settings) -> list[SiteRow]:
+    rows: list[SiteRow] = []
     for site in _policies.SITES:
         todo = _policies.decide(settings, site)  # what the engine does: the floor and the fuse included
         rows.append(
@@ -164,7 +164,7 @@ def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
     return rows
 
 
-def simulation_facts(problems: list[str]) -> dict[str, Any] | None:
+def simulation_facts(problems: list[str]) -> SimulationFacts | None:
     spec = os.environ.get(_simulation.ENV)
     if not spec:  # empty counts as not set
         return None
@@ -187,7 +187,7 @@ def pth_locations() -> list[str]:
     return [os.path.join(d, name) for name in ("urandom_shim.pth", "urandom_shim_pep829.start") for d in directories]
 
 
-def activation_facts() -> dict[str, Any]:
+def activation_facts() -> ActivationFacts:
     """Whether the shim started in this interpreter, how, and if not, why not."""
     how = getattr(sys, "_urandom_shim_boot", None) or state.activated_by
     found = [path for path in pth_locations() if os.path.isfile(path)]
@@ -220,7 +220,7 @@ def activation_facts() -> dict[str, Any]:
     }
 
 
-def status_facts() -> dict[str, Any]:
+def status_facts() -> StatusFacts:
     """Everything ``status`` says, as one JSON-ready object."""
     problems: list[str] = []
     simulation = simulation_facts(problems)
@@ -256,90 +256,6 @@ def status_facts() -> dict[str, Any]:
         "simulation": simulation,
         "problems": problems,
     }
-
-
-def _cwd() -> str | None:
-    try:
-        return os.getcwd()
-    except OSError:
-        return None
-
-
-def program(target: str | None) -> tuple[_sources.Invocation, str]:
-    """Who to resolve for: a script path, ``-m NAME`` (a module, explicitly), a console script or other command on
-    ``PATH``, a module name, or (None) ``python -c`` in the current directory."""
-    cwd = _cwd()
-    if target is None:
-        return _sources.Invocation(cwd, None, rule="-c: the current directory"), "python -c" + (
-            f" in {cwd}" if cwd else ""
-        )
-    explicit_module = target.startswith("-m")
-    name = target[2:].strip() if explicit_module else target
-    is_module_name = bool(name) and all(part.isidentifier() for part in name.split("."))
-    in_cwd = f" in {cwd}" if cwd else ""
-    if explicit_module:
-        if not is_module_name:
-            raise NotAProgram(f"--for {target!r}: after -m comes a module name such as 'app.main'")
-        if not module_exists(name, cwd):
-            raise NoSuchProgram(_messages.CHECK_NO_SUCH_MODULE.format(module=name))
-        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
-    if os.sep in target or target.endswith((".py", ".pyz")) or os.path.isfile(target):
-        return _sources.invocation([target]), f"python {target}"
-    command = shutil.which(target) or beside_this_command(target)
-    if command is not None:  # a console script or other program on PATH, as the shell would find it
-        where = "on PATH" if shutil.which(target) == command else "beside urandom-shim"
-        return _sources.invocation([command]), f"{target} (found {where}: {command})"
-    if is_module_name:  # a package directory here is still a module name: `python -m` is what runs it
-        if not module_exists(name, cwd) and not os.path.isdir(target):
-            raise NoSuchProgram(_messages.CHECK_NO_SUCH_PROGRAM.format(target=target, bin=_own_bin() or "its bin"))
-        return _sources.module_invocation(name, cwd, name, f"-m {name}"), f"python -m {name}{in_cwd}"
-    if os.path.isdir(target):
-        return _sources.invocation([target]), f"python {target}"
-    if not target.startswith("-") and target.isprintable() and not any(c.isspace() for c in target):
-        # A command's name (console scripts have hyphens: tok-cli) that nothing here has: a typo, or not installed.
-        raise NoSuchProgram(_messages.CHECK_NO_SUCH_PROGRAM.format(target=target, bin=_own_bin() or "its bin"))
-    raise NotAProgram(
-        f"--for {target!r} is neither a script (a path that exists, or ends in .py), a command on PATH, nor a module "
-        "name such as 'app.main' (write '-m app.main' to say it is one)"
-    )
-
-
-def _own_bin() -> str | None:
-    """The directory of the ``urandom-shim`` that is running: a venv's ``bin``, where its console scripts are."""
-    for candidate in (sys.argv[0] if sys.argv else "", sys.executable or ""):
-        if candidate and os.path.basename(candidate).startswith(("urandom-shim", "python")):
-            directory = os.path.dirname(os.path.abspath(candidate))
-            if os.path.isdir(directory):
-                return directory
-    return None
-
-
-def beside_this_command(name: str) -> str | None:
-    """A console script ``name`` in the directory of the running ``urandom-shim`` (its venv's ``bin``), which need
-    not be on ``PATH``: ``/opt/app/venv/bin/urandom-shim check --for tok-cli`` means that venv's ``tok-cli``."""
-    directory = _own_bin()
-    if directory is None or os.sep in name:
-        return None
-    candidate = os.path.join(directory, name)
-    return candidate if os.path.isfile(candidate) and os.access(candidate, os.X_OK) else None
-
-
-def module_exists(name: str, cwd: str | None) -> bool:
-    """Whether ``python -m name`` would find the top-level package of ``name``: in the current directory, or where
-    this interpreter's import system looks (``sys.path``, zips, an editable install's import hook). Nothing is
-    imported: only the top-level name is looked up."""
-    import importlib.machinery
-    import importlib.util
-
-    top = name.split(".")[0]
-    if cwd is not None and importlib.machinery.PathFinder.find_spec(top, [cwd]) is not None:
-        return True
-    if _programs.find_module(name, list(sys.path), _sources.installation_directory)[0] is not None:
-        return True
-    try:
-        return importlib.util.find_spec(top) is not None
-    except (ImportError, ValueError):
-        return False
 
 
 def wheel_without_settings(who: _sources.Invocation, settings: _policies.Settings) -> str | None:
@@ -466,7 +382,7 @@ def _stat_error(path: str) -> int | None:
     return None
 
 
-def check_facts(target: str | None) -> dict[str, Any]:
+def check_facts(target: str | None) -> CheckFacts:
     """Everything ``check`` says, as one JSON-ready object: the configuration ``target`` (see :func:`program`)
     would get, every source tried and what it contributed, and the problems an interpreter would print."""
     who, described = program(target)

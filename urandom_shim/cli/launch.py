@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 
-from .. import _config, _hashseed, _messages, _policies, _readiness, _simulation, _sources
+from .. import _config, _hashseed, _messages, _policies, _programs, _readiness, _simulation, _sources
 from . import facts
 
 TYPE_CHECKING = False
@@ -49,6 +49,7 @@ def home_directory() -> str:
 def command_environment(settings: dict[str, str], simulate: str | None = None) -> dict[str, str]:
     """The environment ``run`` gives its command: the settings as variables, and the bootstrap on PYTHONPATH."""
     env = dict(os.environ)
+    env.pop(_hashseed.QUESTION_TOKEN, None)  # what marks run's question: never a program's
     env.update(_config.variables(settings))
     if simulate is not None:
         env[_simulation.ENV] = simulate
@@ -58,7 +59,9 @@ def command_environment(settings: dict[str, str], simulate: str | None = None) -
 
         emit(_messages.RUN_NO_BOOTSTRAP)
     else:
-        rest = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p and p != bootstrap]
+        # An empty entry is the current directory to Python, and stays; an empty PYTHONPATH is none at all.
+        given = env.get("PYTHONPATH", "")
+        rest = [p for p in given.split(os.pathsep) if p != bootstrap] if given else []
         env["PYTHONPATH"] = os.pathsep.join([bootstrap, *rest])
         env["URANDOM_SHIM_HOME"] = home_directory()
     return env
@@ -133,16 +136,11 @@ SHEBANG_MAX = 256
 
 
 def _is_python(path: str) -> bool:
-    """Whether ``path`` is a Python interpreter itself: an executable file in ELF (not a shell script named python,
-    such as pyenv's shims, which start a Python later) whose name says python or pypy."""
+    """Whether ``path`` is a Python interpreter itself: a regular file in ELF (not a shell script named python,
+    such as pyenv's shims, which start a Python later) whose name says python or pypy. Opened without blocking, so
+    that a FIFO or a terminal there can't hang ``run``."""
     name = os.path.basename(path)
-    if not name.startswith(("python", "pypy")):
-        return False
-    try:
-        with open(path, "rb") as handle:
-            return handle.read(4) == b"\x7fELF"
-    except (OSError, ValueError):
-        return False
+    return name.startswith(("python", "pypy")) and _programs.read_regular(path, 4) == b"\x7fELF"
 
 
 def python_command(command: list[str], env: dict[str, str]) -> tuple[str, list[str]] | None:
@@ -157,12 +155,8 @@ def python_command(command: list[str], env: dict[str, str]) -> tuple[str, list[s
         return None
     if _is_python(executable):
         return executable, list(command)
-    try:
-        with open(executable, "rb") as handle:
-            head = handle.read(SHEBANG_MAX)
-    except (OSError, ValueError):
-        return None
-    if not head.startswith(b"#!"):
+    head = _programs.read_regular(executable, SHEBANG_MAX)
+    if head is None or not head.startswith(b"#!"):
         return None
     words = head[2:].split(b"\n", 1)[0].split()
     if not words or len(words) > 2:  # the kernel passes at most one argument from the #! line
@@ -183,28 +177,63 @@ def starts_without_the_shim(options: list[str]) -> bool:
     return not isinstance(read, str) and target.keeps_the_seed(read) is not None
 
 
-def start_without_waiting(command: list[str], env: dict[str, str], subcommand: str = "run") -> bool:
+def note_ignored(subcommand: str, command: list[str], env: dict[str, str], settings: dict[str, str]) -> bool:
+    """Say in one line, on any kernel, that the Python ``command`` starts is given ``-S``, ``-E`` or ``-I``, which
+    keep the ``settings`` given to ``run`` or ``simulate`` (and ``simulate``'s window, under ``-S``) from its
+    program. True if it said so."""
+    found = python_command(command, env)
+    if found is None:
+        return False
+    from . import target
+
+    read = target.read_options(found[1])
+    if isinstance(read, str) or read.exits:
+        return False
+    for letter in "SIE":
+        if letter in read.letters and (settings or (letter == "S" and subcommand == "simulate")):
+            from .._messages import emit
+
+            why = _messages.RUN_WHY_NO_SITE if letter == "S" else _messages.RUN_WHY_NO_ENVIRONMENT
+            emit(
+                _messages.RUN_SETTINGS_IGNORED.format(
+                    subcommand=subcommand, command=_shown(command), option="-" + letter, why=why
+                )
+            )
+            return True
+    return False
+
+
+def start_without_waiting(
+    command: list[str], env: dict[str, str], subcommand: str = "run", noted: bool = False
+) -> bool:
     """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
     kernel's CRNG is unready and the program's own settings allow weak bytes: ``legacy``, or ``on_timeout =
     "fallback"`` after waiting out its ``timeout`` here. See :mod:`urandom_shim._hashseed`. True if it did.
 
-    Never in report mode, never under a floor, never over a seed the caller set, and never on a ready kernel. Only
-    when ``command`` starts a Python interpreter at once (:func:`python_command`): a wrapper (``env``, ``sh -c``, a
-    shell script) may start any program, later, or none, so it gets no seed. The settings are the ones the program
-    will resolve, asked of its own interpreter with its own options, environment and ``site``
-    (:func:`.target.ask`), and only an interpreter whose shim answers gets a seed, since only that shim takes the seed
-    out of its environment at once: never under the kill switch, ``-S``, ``-E`` or ``-I``, never to Python before
-    3.8, and never where neither the bootstrap nor an installed shim starts. Where the answer can't be had, no seed,
-    and one line says why. A seed of ours that this process inherited (a ``run`` inside a ``run``) is never passed
-    on: it is taken out, and the decision made afresh for this command."""
+    Never in report mode, never under a floor, never over a seed the caller set (an empty ``PYTHONHASHSEED`` is
+    none, to Python as here), and never on a ready kernel. Only when ``command`` starts a Python interpreter at once
+    (:func:`python_command`): a wrapper (``env``, ``sh -c``, a shell script) may start any program, later, or none,
+    so it gets no seed. The settings are the ones the program will resolve, asked of its own interpreter with its
+    own options, environment and ``site`` (:func:`.target.ask`), and only an interpreter whose shim answers gets a
+    seed, since only that shim takes the seed out of its environment at once: never under the kill switch, ``-S``,
+    ``-E`` or ``-I``, never to Python before 3.8, never where neither the bootstrap nor an installed shim starts,
+    never where its start had started a process before the shim (which would keep the seed), and never where its
+    script is reached through ``/proc`` (``/dev/stdin``, ``/dev/fd/N``: what that names depends on the process
+    that looks). Where the answer can't be had, no seed, and one line says why. A seed of ours that this process
+    inherited (a ``run`` inside a ``run``) is never passed on: it is taken out, and the decision made afresh for
+    this command. ``noted``: :func:`note_ignored` has said why ``-S``, ``-E`` or ``-I`` keep the settings out, which
+    says why there is no seed too."""
     if _hashseed.is_ours(env):
         del env[_hashseed.VARIABLE], env[_hashseed.MARK]
-    if _hashseed.VARIABLE in env or env.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
+    if env.get(_hashseed.VARIABLE) or env.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
         return False  # the caller's own seed; or no shim will start to take ours out (launch() says so)
     if _readiness.kernel_state() != _readiness.UNREADY:
         return False
     found = python_command(command, env)
     if found is None:
+        if environment_allows_weak(env):
+            reason = _messages.RUN_NOT_AN_INTERPRETER.format(name=_sources.clip(command[0], 80))
+            _no_seed(subcommand, command, env, reason)
         return False
     executable, argv = found
     from . import target
@@ -216,7 +245,10 @@ def start_without_waiting(command: list[str], env: dict[str, str], subcommand: s
         return False  # it prints and exits before it reads a hash secret
     kept = target.keeps_the_seed(read)
     if kept is not None:
-        return _no_seed(subcommand, command, env, kept)
+        return False if noted else _no_seed(subcommand, command, env, kept)
+    kind, script = _programs.python_target(argv)
+    if kind == "script" and script is not None and target.through_proc(script):
+        return _no_seed(subcommand, command, env, _messages.RUN_THROUGH_PROC.format(script=_sources.clip(script, 80)))
     answer = target.ask(executable, argv, read, env)
     if answer is None:
         return False  # the CRNG is ready now
@@ -227,18 +259,65 @@ def start_without_waiting(command: list[str], env: dict[str, str], subcommand: s
     if answer.policy != _policies.LEGACY.name:
         if answer.policy == _policies.NATIVE.name or answer.on_timeout != "fallback" or answer.timeout is None:
             return False
-        if _readiness.wait(answer.timeout):
+    if answer.started:
+        return _no_seed(subcommand, command, env, _messages.RUN_STARTED_FIRST.format(started=answer.started))
+    if answer.policy != _policies.LEGACY.name:
+        typed = _shown(command)
+        timeout = answer.timeout
+        assert timeout is not None
+
+        def warn(elapsed: float) -> None:
+            from .._messages import ENTROPY_HINT, emit
+
+            emit(
+                _messages.RUN_WAITING.format(
+                    subcommand=subcommand, command=typed, elapsed=elapsed, policy=answer.policy, timeout=timeout,
+                    entropy_hint=ENTROPY_HINT,
+                )
+            )  # fmt: skip
+
+        if _readiness.wait(timeout, warn_after=answer.warn_after, warn=warn):
             return False  # ready in time: the command gets a full-strength hash secret
     _hashseed.give(env)
     return True
 
 
+def environment_allows_weak(env: dict[str, str]) -> bool | None:
+    """Whether the settings in ``env`` (``--policy`` and the rest, as variables, which outrank every file) allow
+    weak bytes whatever the program's files say: True, False (report mode; ``native`` or ``pep522``; ``pep524``
+    that raises or never times out), or None where the files decide."""
+
+    def given(key: str) -> str | None:
+        return env.get(_config.KEYS[key].variable) or None
+
+    if given("mode") == _policies.REPORT:
+        return False
+    policy = given("policy")
+    if policy in (_policies.NATIVE.name, _policies.PEP522.name):
+        return False
+    if policy == _policies.LEGACY.name:
+        return True
+    if policy == _policies.PEP524.name:
+        if given("on_timeout") == "raise" or given("timeout") == "none":
+            return False
+        if given("on_timeout") == "fallback" and given("timeout") not in (None, "none"):
+            return True
+    return None
+
+
+def _shown(command: list[str]) -> str:
+    """``command`` as a shell would take it back, cut to a line's length."""
+    import shlex
+
+    return _sources.clip(" ".join(shlex.quote(word) for word in command), 80)
+
+
 def _no_seed(subcommand: str, command: list[str], env: dict[str, str], reason: str) -> bool:
-    """No seed, where the command's own configuration can't be known: said in one line, unless the policy of the
-    environment (``--policy``, ``URANDOM_POLICY``) already rules a seed out, whatever that configuration says."""
-    if env.get(_config.KEYS["policy"].variable) not in ("native", "pep522"):
+    """No seed, where the command's own configuration can't be known: said in one line, unless the settings of the
+    environment (``--policy``, ``URANDOM_POLICY`` and the rest) already rule a seed out, whatever that
+    configuration says."""
+    if environment_allows_weak(env) is not False:
         from .._messages import emit
 
-        typed = _sources.clip(" ".join(command), 80)
-        emit(_messages.RUN_NO_SEED.format(subcommand=subcommand, command=typed, reason=reason))
+        emit(_messages.RUN_NO_SEED.format(subcommand=subcommand, command=_shown(command), reason=reason))
     return False

@@ -22,8 +22,9 @@ def _value_type(key: str, metavar: str) -> Callable[[str], str]:
         try:
             record.read(text, from_text=True)
         except _config.InvalidValue as exc:
+            what = "events path" if key == "events" else key
             raise argparse.ArgumentTypeError(
-                f"{text!r} is not a valid {key}; expected {exc.expected}{exc.hint}"
+                f"{text!r} is not a valid {what}; expected {exc.expected}{exc.hint}"
             ) from None
         return text
 
@@ -106,7 +107,9 @@ Run CMD with these settings. They reach CMD and its children as environment vari
 sitecustomize on PYTHONPATH applies them in interpreters that don't have urandom-shim installed (it runs the
 sitecustomize it shadows, such as Debian's, exactly once). While the kernel's CRNG is not ready and CMD's policy
 allows weak bytes (legacy), CMD also gets a PYTHONHASHSEED from non-blocking kernel bytes, so that its start never
-waits. The command replaces urandom-shim, so its exit status and signals are its own.
+waits: only a Python interpreter run starts itself (or a script whose #! line names one by its path), never a
+wrapper such as env, sh -c or a pyenv shim. CMD is looked for on PATH only. The command replaces urandom-shim, so
+its exit status and signals are its own.
 
 examples:
   urandom-shim run --policy pep522 -- python3 app.py
@@ -299,11 +302,15 @@ def parse(argv: list[str]) -> tuple[argparse.Namespace, argparse.ArgumentParser]
         parser.error(_messages.NO_COMMAND)
     sub = subs[args.subcommand]
     if args.subcommand in TAKES_COMMAND:
+        if command is None and not extra:
+            sub.error(_messages.RUN_NO_COMMAND.format(prog=PROG, subcommand=args.subcommand))
         if command is None:
-            given = f" (got {' '.join(extra)!r})" if extra else ""
+            given = f" (got {' '.join(extra)!r})"
             sub.error(_messages.MISSING_DOUBLE_DASH.format(given=given, prog=PROG, subcommand=args.subcommand))
         if not command:
             sub.error("no command after '--'")
+        if not command[0]:
+            sub.error(_messages.RUN_EMPTY_COMMAND.format(prog=PROG, subcommand=args.subcommand))
     elif command is not None:
         sub.error(_messages.DOUBLE_DASH_NOT_TAKEN.format(subcommand=args.subcommand))
     if extra:

@@ -54,7 +54,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     env = launch.command_environment(settings)
     if settings:
         env[_config.ENV_GIVEN_AS] = _given_as("run", args, settings)
-    launch.start_without_waiting(args.command, env)
+    noted = launch.note_ignored("run", args.command, env, settings)
+    launch.start_without_waiting(args.command, env, noted=noted)
     return launch.launch("run", args.command, env)
 
 
@@ -88,7 +89,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     env = launch.command_environment(settings, simulate=spec)
     if settings:
         env[_config.ENV_GIVEN_AS] = given
-    launch.start_without_waiting(args.command, env, "simulate")
+    noted = launch.note_ignored("simulate", args.command, env, settings)
+    launch.start_without_waiting(args.command, env, "simulate", noted=noted)
     return launch.launch("simulate", args.command, env)
 
 

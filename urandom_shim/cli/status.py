@@ -10,6 +10,7 @@ from .._runtime import current_settings
 from . import facts, text
 from .exits import EXIT_NO_SUCH_PROGRAM, EXIT_PROBLEMS, UsageError
 from .launch import PROG
+from .program import NoSuchProgram, NotAProgram
 
 
 def cmd_status(args: argparse.Namespace) -> int:
@@ -26,10 +27,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(_messages.CHECK_FOR_AND_MODULE)
     try:
         report = facts.check_facts(args.target if args.module is None else f"-m {args.module}")
-    except facts.NoSuchProgram as exc:
+    except NoSuchProgram as exc:
         sys.stderr.write(f"{PROG} check: {exc}\n")
         return EXIT_NO_SUCH_PROGRAM
-    except facts.NotAProgram as exc:
+    except NotAProgram as exc:
         raise UsageError(str(exc)) from None
     if args.json:
         text.write_json(report)

@@ -3,17 +3,19 @@ seed (:func:`urandom_shim.cli.launch.start_without_waiting`).
 
 ``run`` starts the interpreter once before the program, with the program's own options, its own environment
 (``run``'s bootstrap and settings included) and so its own ``site``, but with ``-c`` in place of the program and a
-fixed ``PYTHONHASHSEED``: that start reads nothing from the kernel, so it never waits, and the program never runs in
-it. ``sys.argv`` then holds :data:`urandom_shim._hashseed.QUESTION` and the program's command line. The shim that
-starts there, from its ``.pth`` or from the bootstrap, sees the question where the program's own start resolves its
-settings, resolves them with the same code for the program's command line, writes them on stdout in one line and
-ends that start (:func:`urandom_shim._hashseed.answer`). Where no shim starts, the ``-c`` code says what the
+``PYTHONHASHSEED`` of its own: that start reads nothing from the kernel, so it never waits, and the program never
+runs in it. ``sys.argv`` then holds :data:`urandom_shim._hashseed.QUESTION` with a token, which its environment
+holds too, and the program's command line. The shim that starts there, from its ``.pth`` or from the bootstrap,
+sees the question where the program's own start resolves its settings, resolves them with the same code for the
+program's command line (and reads its ``-m`` module's name as the program's start will), says them on stdout in
+one line, with whether that start had started a process before the shim, and ends that start
+(:func:`urandom_shim._hashseed.answer`). Where no shim starts, the ``-c`` code says what the
 interpreter is instead (:data:`ASK_CODE`).
 
 The options are read first, as CPython reads them (:func:`read_options`): ``-S`` (no ``site``, so no shim takes the
 seed out), ``-E`` and ``-I`` (the seed is ignored and passed on to children, and the question itself would wait for
-the kernel), an option ``run`` does not know, and an interpreter that exits before it starts (``-h``,
-``--version``) are known without starting anything.
+the kernel), an option ``run`` does not know, an interpreter that exits before it starts (``-h``,
+``--version``), and a script reached through ``/proc`` (:func:`through_proc`) are known without starting anything.
 """
 
 from __future__ import annotations
@@ -119,59 +121,197 @@ def keeps_the_seed(options: Options) -> str | None:
     return None
 
 
+#: The most symbolic links followed on the way to a script, as the kernel follows them (``MAXSYMLINKS``).
+LINKS_MAX = 40
+
+
+def through_proc(path: str) -> bool:
+    """Whether the script ``path`` (relative to the current directory) is reached through ``/proc`` on the way to
+    its file, resolved as the program's start resolves it: ``/dev/stdin``, ``/dev/fd/N``, ``/proc/self/fd/N``, or a
+    symbolic link to one. What such a path names depends on the process that looks (its descriptors, its process
+    id), so the question, another process, can't see the program's script; a loop of links can't be told either."""
+    try:
+        pending = list(reversed(os.path.join(os.getcwd(), path).split("/")))
+    except (OSError, ValueError):
+        return True
+    resolved = "/"
+    links = 0
+    while pending:
+        name = pending.pop()
+        if name in ("", "."):
+            continue
+        if name == "..":
+            resolved = os.path.dirname(resolved)
+            continue
+        here = os.path.join(resolved, name)
+        if here == "/proc" or here.startswith("/proc/"):
+            return True
+        try:
+            link = os.readlink(here)
+        except (OSError, ValueError):  # not a link, or not there: the rest is read as a path
+            resolved = here
+            continue
+        links += 1
+        if links > LINKS_MAX:
+            return True
+        if link.startswith("/"):
+            resolved = "/"
+        pending += reversed(link.split("/"))
+    return False
+
+
 class Answer:
     """What the program will resolve while the CRNG is unready, as its interpreter answered: its policy's name, its
-    ``on_timeout`` and ``timeout``, and whether it is in report mode."""
+    ``on_timeout``, ``timeout`` and ``warn_after``, whether it is in report mode, and what its start had started
+    before the shim could take a seed out (:func:`urandom_shim._hashseed.started_processes`; '' for nothing)."""
 
-    __slots__ = ("on_timeout", "policy", "reporting", "timeout")
+    __slots__ = ("on_timeout", "policy", "reporting", "started", "timeout", "warn_after")
 
-    def __init__(self, policy: str, on_timeout: str, timeout: float | None, reporting: bool) -> None:
+    def __init__(
+        self, policy: str, on_timeout: str, timeout: float | None, reporting: bool, warn_after: float | None = None,
+        started: str = "",
+    ) -> None:  # fmt: skip
         self.policy = policy
         self.on_timeout = on_timeout
         self.timeout = timeout
         self.reporting = reporting
+        self.warn_after = warn_after
+        self.started = started
+
+
+#: The most of the question's output kept: its answer is its last line.
+OUTPUT_MAX = 256 * 1024
 
 
 def ask(executable: str, argv: list[str], options: Options, env: dict[str, str]) -> Answer | str | None:
     """Ask the interpreter ``executable`` what the program of the command line ``argv`` (the interpreter first,
     as ``run`` will start it, with ``env``) resolves: its :class:`Answer`; None if that start found the CRNG ready
-    (the program's start then reads a full-strength hash secret without waiting); or why it can't be known."""
-    import subprocess
+    (the program's start then reads a full-strength hash secret without waiting); or why it can't be known.
 
-    question = [argv[0], *options.options, "-c", ASK_CODE, _hashseed.QUESTION, *argv]
+    The question is marked by a token in its environment alone, and gets a seed of its own (marked as ours, so that
+    a Python it starts takes it out). Its output is read until its answer has come and it has ended, or until it has
+    ended (a process it started may hold its output open), for at most :data:`ASK_TIMEOUT` seconds; then it is
+    killed if it still runs, and so it is when SIGTERM or SIGHUP ends ``run`` meanwhile."""
+    token = _hashseed.new_token()
+    question = [argv[0], *options.options, "-c", ASK_CODE, _hashseed.QUESTION + token, *argv]
+    seed = _hashseed.new_seed()
+    asked = {**env, _hashseed.VARIABLE: seed, _hashseed.MARK: seed, _hashseed.QUESTION_TOKEN: token}
     try:
-        result = subprocess.run(
-            question,
-            executable=executable,
-            env={**env, _hashseed.VARIABLE: "0"},
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            timeout=ASK_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired:
-        return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=f"no answer in {ASK_TIMEOUT:g} s")
-    except (OSError, ValueError, subprocess.SubprocessError) as exc:
+        said = _converse(question, executable, asked)
+    except (OSError, ValueError) as exc:
         return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=exc)
-    lines = [line for line in os.fsdecode(result.stdout).splitlines() if line.startswith(_hashseed.ANSWER + " ")]
+    if said is None:
+        return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=f"no answer in {ASK_TIMEOUT:g} s")
+    stdout, stderr, status = said
+    lines = [line for line in os.fsdecode(stdout).splitlines() if line.startswith(_hashseed.ANSWER + " ")]
     words = lines[-1].split(" ")[1:] if lines else []
     if len(words) < 3:
-        said = os.fsdecode(result.stderr).strip().splitlines()
-        reason = f"exit status {result.returncode}" + (f": {said[-1]}" if said else "")
-        return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=_sources.clip(reason, 200))
+        return _messages.RUN_TARGET_SILENT.format(
+            interpreter=argv[0], reason=_sources.clip(_why_silent(status, os.fsdecode(stderr)), 200)
+        )
     return _read_answer(words[0], words[1], words[2], words[3:])
+
+
+def _why_silent(status: int | None, stderr: str) -> str:
+    """Why a question ended without an answer: its exit status, and the line of its stderr that says most (a fatal
+    error, an unknown option), or its first."""
+    said = [line.strip() for line in stderr.strip().splitlines() if line.strip()]
+    telling = [line for line in said if "Fatal Python error" in line or "nknown option" in line]
+    reason = "no exit status" if status is None else f"exit status {status}"
+    return reason + (f": {(telling or said)[0]}" if said else "")
+
+
+def _converse(command: list[str], executable: str, env: dict[str, str]) -> tuple[bytes, bytes, int | None] | None:
+    """Start ``command`` and read what it says: (stdout, stderr, exit status, None if it had not ended), or None if
+    no answer came in :data:`ASK_TIMEOUT` seconds. See :func:`ask`."""
+    import selectors
+    import signal
+    import subprocess
+    import time
+
+    started: list[subprocess.Popen[bytes]] = []
+
+    def end(signum: int, _frame: object) -> None:
+        for process in started:
+            process.kill()
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+    previous = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        signum = getattr(signal, name, None)
+        if signum is not None and signal.getsignal(signum) == signal.SIG_DFL:
+            try:
+                previous[signum] = signal.signal(signum, end)
+            except ValueError:  # not the main thread: its signals are not ours to handle
+                pass
+    try:
+        process = subprocess.Popen(
+            command, executable=executable, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )  # fmt: skip
+        started.append(process)
+        assert process.stdout is not None and process.stderr is not None
+        output = {process.stdout.fileno(): bytearray(), process.stderr.fileno(): bytearray()}
+        selector = selectors.DefaultSelector()
+        for descriptor in output:
+            selector.register(descriptor, selectors.EVENT_READ)
+        deadline = time.monotonic() + ASK_TIMEOUT
+        stdout = output[process.stdout.fileno()]
+        while selector.get_map():
+            ended = process.poll() is not None
+            if ended and (b"\n" + _hashseed.ANSWER.encode() + b" ") in stdout:
+                break  # answered and gone: a process it started may hold the pipes open
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready = selector.select(0 if ended else min(left, 0.05))
+            if ended and not ready:
+                break  # gone, and nothing more is waiting to be read
+            for key, _events in ready:
+                chunk = os.read(key.fd, 65536)
+                if not chunk:
+                    selector.unregister(key.fd)
+                    continue
+                kept = output[key.fd]
+                kept += chunk
+                del kept[:-OUTPUT_MAX]
+        selector.close()
+        try:
+            status = process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            return None
+        return bytes(stdout), bytes(output[process.stderr.fileno()]), status
+    finally:
+        for process in started:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+            for stream in (process.stdout, process.stderr):
+                if stream is not None:
+                    stream.close()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _seconds(word: str) -> float | None:
+    try:
+        return None if word == "none" else float(word)
+    except ValueError:
+        return None
 
 
 def _read_answer(version: str, how: str, kind: str, rest: list[str]) -> Answer | str | None:
     """An answer's line, after its first word: the interpreter's version, how its shim started (``-`` if none),
-    then ``resolved POLICY ON_TIMEOUT TIMEOUT MODE``, ``ready``, ``error NAME``, or where no shim answered, the
-    ``-c`` code's ``none NO_SITE IGNORE_ENVIRONMENT``."""
-    if kind == "resolved" and len(rest) == 4:
-        policy, on_timeout, timeout, mode = rest
+    then ``resolved POLICY ON_TIMEOUT TIMEOUT MODE WARN_AFTER STARTED``, ``ready``, ``error NAME``, or where no shim
+    answered, the ``-c`` code's ``none NO_SITE IGNORE_ENVIRONMENT``."""
+    if kind == "resolved" and len(rest) == 6:
+        policy, on_timeout, timeout, mode, warn_after, started = rest
         try:
-            seconds = None if timeout == "none" else float(timeout)
+            text = "" if started == "-" else os.fsdecode(bytes.fromhex(started))
         except ValueError:
-            seconds = None
-        return Answer(policy, on_timeout, seconds, mode == "report")
+            text = started
+        return Answer(policy, on_timeout, _seconds(timeout), mode == "report", _seconds(warn_after), text)
     if kind == "ready":
         return None
     if kind == "error":
@@ -194,4 +334,4 @@ def _read_answer(version: str, how: str, kind: str, rest: list[str]) -> Answer |
     return None if _readiness.kernel_state() != _readiness.UNREADY else _messages.RUN_SHIM_SILENT
 
 
-__all__ = ["ASK_CODE", "Answer", "Options", "ask", "keeps_the_seed", "read_options"]
+__all__ = ["ASK_CODE", "Answer", "Options", "ask", "keeps_the_seed", "read_options", "through_proc"]

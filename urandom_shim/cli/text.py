@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any, Callable
 
     from .._policies import Policy, Setting
+    from .shapes import CheckFacts, StatusFacts
 
 
 def value(value: object) -> str:
@@ -44,13 +45,14 @@ ACTIVATED_BY = {
 }
 
 
-def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy]]) -> list[str]:
+def status_lines(report: StatusFacts, own_policy: Callable[[], Setting[Policy]]) -> list[str]:
     """``status`` as text. ``own_policy()`` is the setting this process itself runs under, asked for only by the
     line that says why nothing is patched in it."""
     python = report["python"]
     lines = [f"urandom-shim {report['version']}, in {python['executable']} (Python {python['version']})", ""]
     if report["active"]:
-        active = f"yes, started by {ACTIVATED_BY.get(report['activated_by'], report['activated_by'])}"
+        how = str(report["activated_by"])
+        active = f"yes, started by {ACTIVATED_BY.get(how, how)}"
     else:
         active = f"no: {report['inactive_reason']}"
     if report["patched"]:
@@ -104,7 +106,7 @@ def status_lines(report: dict[str, Any], own_policy: Callable[[], Setting[Policy
     return lines
 
 
-def limit_lines(report: dict[str, Any]) -> list[str]:
+def limit_lines(report: StatusFacts | CheckFacts) -> list[str]:
     """What this interpreter can't do (PyPy's), one wrapped paragraph each; nothing where there is none."""
     lines: list[str] = []
     for limit in report.get("limits") or ():
@@ -132,7 +134,7 @@ def crng_phrase(state: str) -> str:
     return "unknown: getrandom() is missing or denied, so it counts as ready, as the interpreter assumes"
 
 
-def check_lines(report: dict[str, Any]) -> list[str]:
+def check_lines(report: CheckFacts) -> list[str]:
     """``check`` as text."""
     problems = report["problems"]
     lines = [
@@ -151,9 +153,10 @@ def check_lines(report: dict[str, Any]) -> list[str]:
     lines += rows([(k, value(s["value"]), f"from {s['source']}") for k, s in report["settings"].items()])
     lines += ["", "Started by `urandom-shim run` while the CRNG is not ready"]
     lines += rows([("interpreter start", report["run_start"])])
-    if report.get("events_file") is not None:
+    events_file = report["events_file"]
+    if events_file is not None:
         lines += ["", "Events file"]
-        lines += rows([(str(report["settings"]["events"]["value"]), report["events_file"])])
+        lines += rows([(str(report["settings"]["events"]["value"]), events_file)])
     for advice in report.get("advice") or ():
         lines += ["", "Note"]
         lines += textwrap.wrap(

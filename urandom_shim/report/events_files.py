@@ -7,13 +7,16 @@ a hidden name, a directory too deep, the files past the cap, a file that is not 
 from __future__ import annotations
 
 import os
-from typing import Any, Dict, Iterator, List, NamedTuple, Optional, TypedDict
+from typing import Any, Dict, Iterator, List, NamedTuple, Optional, TypedDict, cast
 
 from .. import _events, _messages, _policies
 from . import journal
-from .shim_lines import Record
 from .sources import Kind, Problem, problem
 from .verdict import KNOWN_SITES
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .._events import Record
 
 #: The largest events file read: a boot's events are a few kilobytes; a file this big is not ours.
 MAX_EVENTS_FILE = 64 * 1024 * 1024
@@ -75,11 +78,12 @@ def read_events_file(path: str, *, named: bool = True) -> FileRead:
     skipped: dict[str, int] = {}
     if not_json:
         skipped[NOT_A_RECORD] = not_json
-    for record in records:
-        why = malformed(record)
+    for raw in records:
+        why = malformed(raw)
         if why is not None:
             skipped[why] = skipped.get(why, 0) + 1
             continue
+        record = cast("Record", raw)  # every field it holds has its type now
         record["from"] = "file"
         result["events"].append(record)
     result["skipped"] = skipped
@@ -89,7 +93,7 @@ def read_events_file(path: str, *, named: bool = True) -> FileRead:
     return result
 
 
-def parse_records(data: bytes) -> tuple[list[Record], int]:
+def parse_records(data: bytes) -> tuple[list[Dict[str, Any]], int]:
     """(records, lines that hold none) of the events file's bytes. Blank lines don't count: the shim starts each
     write with a newline. A line that is not a JSON object as a whole counts for the record that ends it, if one
     does: what a writer of an older shim, which began no new line, appended to a line another writer left unfinished
@@ -99,7 +103,7 @@ def parse_records(data: bytes) -> tuple[list[Record], int]:
     The rest of the line is counted as a line skipped."""
     import json
 
-    records: list[Record] = []
+    records: list[Dict[str, Any]] = []
     skipped = 0
     for line in data.splitlines():
         if not line.strip():
@@ -118,7 +122,7 @@ def parse_records(data: bytes) -> tuple[list[Record], int]:
 _RECORD_START = b'{"v":'
 
 
-def _json_object(json: Any, text: bytes) -> Record | None:
+def _json_object(json: Any, text: bytes) -> Dict[str, Any] | None:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
@@ -161,6 +165,8 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "seed_random_instances": _TEXT,
     "floor": _TEXT,
     "interpreter": _TEXT,
+    "pinned": (bool, type(None)),
+    "cut": (list, type(None)),
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {
@@ -175,7 +181,7 @@ MAX_NUMBER = 2**63
 MAX_FIELD = 4096
 
 
-def malformed(record: Record) -> str | None:
+def malformed(record: Dict[str, Any]) -> str | None:
     """Why ``record`` is not a record this report can read (a short phrase), or None. Every field it uses must have
     its type: text where text is due (at most :data:`MAX_FIELD` characters), a list of texts for ``argv``, a whole
     number for ``pid`` and ``count`` (not negative), a finite number for the times; none larger than it can be

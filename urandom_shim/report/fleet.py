@@ -10,11 +10,15 @@ add findings under them; it cannot make a finding go away, on its own machine or
 
 from __future__ import annotations
 
-from typing import Any, Callable, Dict, Iterable, List, Optional, TypedDict
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypedDict
 
-from .shim_lines import Record
+from .shapes import Assembled, BootSeen, CallSite, Counted, Figures, Machine, Program, Spread, StalledUnit
 from .sources import Line, Stall
-from .verdict import RANK, SAID, call_site, group, program_name
+from .verdict import RANK, call_site, group, program_name, said
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .._events import Record
 
 #: The rows the text shows of each list before "and N more".
 SHOWN = 10
@@ -108,15 +112,15 @@ def boot_of(boots: Dict[Any, Boot], machine_id: str | None, boot_id: str | None,
     return boot
 
 
-def text_field(record: dict[str, Any], name: str) -> str | None:
-    value = record.get(name)
+def text_field(value: object) -> str | None:
+    """A record's field as text: None unless it is a string that is not empty."""
     return value if isinstance(value, str) and value else None
 
 
 # -- per boot, then per program ------------------------------------------------------------------------------------
 
 
-def programs_of(boot: Boot) -> list[dict[str, Any]]:
+def programs_of(boot: Boot) -> list[Program]:
     """One boot's programs, as one machine's report groups them: the records of its events files, and the journal's
     lines that no record of the same boot already holds as the same call (same program, process, call site and what
     was done there; dropping the journal's copy of it then changes no verdict and no count)."""
@@ -125,17 +129,24 @@ def programs_of(boot: Boot) -> list[dict[str, Any]]:
     return group(events, crng if isinstance(crng, (int, float)) else None)
 
 
-#: What makes two calls of two boots the same row of a merged program.
-CALL_KEY = ("call", "caller", "site", "policy", "policy_source", "mode", "action", "would")
+def _call_key(call: CallSite) -> Tuple[object, ...]:
+    """What makes two calls of two boots the same row of a merged program: the call site, what was done there, and
+    what every policy would do there (so that no machine's outcome is merged away into another's)."""
+    return (
+        call["call"], call["caller"], call["site"], call["policy"], call["policy_source"], call["mode"],
+        call["action"], call["would"], tuple(sorted(call["outcomes"].items())), call["inferred"],
+    )  # fmt: skip
 
 
-def merge(per_boot: list[tuple[Boot, list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+def merge(per_boot: list[tuple[Boot, list[Program]]]) -> list[Program]:
     """The programs of every boot, one entry per program name: its calls merged by call site and what was done
     there, each with how many machines and boots made it; ``under`` the worst of every boot's, so no boot's finding
     is lost; ``machines``, ``boots``, ``first_boots`` and ``later_boots`` counted, and the images and kernels it ran
     on (machines per name). One boot's programs come out as that boot's report has them, with the counts added."""
-    merged: dict[str, dict[str, Any]] = {}
-    seen: dict[str, dict[str, set[Any]]] = {}
+    merged: dict[str, Program] = {}
+    seen: dict[str, dict[str, set[object]]] = {}
+    calls: dict[str, dict[Tuple[object, ...], CallSite]] = {}
+    where: dict[int, tuple[set[object], set[object]]] = {}  # id(call) -> (machines, boots) it was made on
     for boot, programs in per_boot:
         machine = boot["machine"]
         key = (machine, boot["boot_id"])
@@ -144,34 +155,40 @@ def merge(per_boot: list[tuple[Boot, list[dict[str, Any]]]]) -> list[dict[str, A
             into = merged.get(name)
             sets = seen.setdefault(name, {"machines": set(), "boots": set(), "first": set(), "later": set()})
             if into is None:
-                into = merged[name] = dict(program, calls=[], images={}, kernels={})
-                into["under"] = dict(program["under"])
+                into = merged[name] = {
+                    **program,
+                    "calls": [],
+                    "images": {},
+                    "kernels": {},
+                    "under": dict(program["under"]),
+                }
+                calls[name] = {}
             else:
                 _merge_program(into, program)
             if machine not in sets["machines"]:
-                for what, value in (("images", boot.get("image")), ("kernels", boot.get("kernel"))):
+                for ran_on, value in ((into["images"], boot.get("image")), (into["kernels"], boot.get("kernel"))):
                     if value:
-                        into[what][value] = into[what].get(value, 0) + 1
+                        ran_on[value] = ran_on.get(value, 0) + 1
             sets["machines"].add(machine)
             sets["boots"].add(key)
             if boot.get("first_boot") is True:
                 sets["first"].add(key)
             elif boot.get("first_boot") is False:
                 sets["later"].add(key)
-            calls = {tuple(call.get(name) for name in CALL_KEY): call for call in into["calls"]}
             for call in program["calls"]:
-                ident = tuple(call.get(name) for name in CALL_KEY)
-                known = calls.get(ident)
+                ident = _call_key(call)
+                known = calls[name].get(ident)
                 if known is None:
-                    known = calls[ident] = dict(call, machines=set(), boots=set())
+                    known = calls[name][ident] = {**call}
                     into["calls"].append(known)
+                    where[id(known)] = (set(), set())
                 else:
                     known["count"] += call["count"]
                     known["waited"] = max(known["waited"], call["waited"])
                     if call["first"] is not None and (known["first"] is None or call["first"] < known["first"]):
                         known["first"] = call["first"]
-                known["machines"].add(machine)
-                known["boots"].add(key)
+                where[id(known)][0].add(machine)
+                where[id(known)][1].add(key)
     result = []
     for name, program in merged.items():
         sets = seen[name]
@@ -180,39 +197,43 @@ def merge(per_boot: list[tuple[Boot, list[dict[str, Any]]]]) -> list[dict[str, A
         program["first_boots"] = len(sets["first"])
         program["later_boots"] = len(sets["later"])
         for call in program["calls"]:
-            call["machines"] = len(call["machines"])
-            call["boots"] = len(call["boots"])
+            machines_, boots_ = where[id(call)]
+            call["machines"], call["boots"] = len(machines_), len(boots_)
         program["calls"].sort(key=lambda c: (c["first"] is None, c["first"] or 0.0))
         result.append(program)
     result.sort(key=lambda p: (-p["machines"], p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
     return result
 
 
-def _merge_program(into: dict[str, Any], program: dict[str, Any]) -> None:
+def _merge_program(into: Program, program: Program) -> None:
     for policy, found in program["under"].items():
         if RANK[found] > RANK[into["under"][policy]]:
             into["under"][policy] = found
-    for name in ("first_call", "first_call_after_crng"):
-        if program[name] is not None and (into[name] is None or program[name] < into[name]):
-            into[name] = program[name]
+    for first, taken in ((program["first_call"], "first_call"), (program["first_call_after_crng"], "after")):
+        if first is None:
+            continue
+        if taken == "first_call" and (into["first_call"] is None or first < into["first_call"]):
+            into["first_call"] = first
+        if taken == "after" and (into["first_call_after_crng"] is None or first < into["first_call_after_crng"]):
+            into["first_call_after_crng"] = first
     into["longest_wait"] = max(into["longest_wait"], program["longest_wait"])
     into["simulated"] = into["simulated"] and program["simulated"]
-    for name in ("pids", "uids"):
-        for value in program[name]:
-            if value not in into[name] and len(into[name]) < 64:
-                into[name].append(value)
-    for name in ("unit", "program", "argv"):
-        if into[name] is None:
-            into[name] = program[name]
+    for ours, theirs in ((into["pids"], program["pids"]), (into["uids"], program["uids"])):
+        for value in theirs:
+            if value not in ours and len(ours) < 64:
+                ours.append(value)
+    into["unit"] = into["unit"] if into["unit"] is not None else program["unit"]
+    into["program"] = into["program"] if into["program"] is not None else program["program"]
+    into["argv"] = into["argv"] if into["argv"] is not None else program["argv"]
 
 
 # -- machines and the fleet's figures --------------------------------------------------------------------------------
 
 
-def machines(boots: Iterable[Boot]) -> list[dict[str, Any]]:
+def machines(boots: Iterable[Boot]) -> list[Machine]:
     """One entry per machine id (None: the boots whose sources named no machine): its hostname, how many boots,
     whether a first boot was among them, its image and kernels."""
-    found: dict[str | None, dict[str, Any]] = {}
+    found: dict[str | None, Machine] = {}
     for boot in boots:
         entry = found.setdefault(
             boot["machine"],
@@ -221,15 +242,14 @@ def machines(boots: Iterable[Boot]) -> list[dict[str, Any]]:
         )  # fmt: skip
         entry["boots"] += 1
         entry["first_boot"] = entry["first_boot"] or boot["first_boot"] is True
-        for name in ("hostname", "image"):
-            if entry[name] is None:
-                entry[name] = boot[name]
+        entry["hostname"] = entry["hostname"] if entry["hostname"] is not None else boot["hostname"]
+        entry["image"] = entry["image"] if entry["image"] is not None else boot["image"]
         if boot["kernel"] and boot["kernel"] not in entry["kernels"]:
             entry["kernels"].append(boot["kernel"])
     return sorted(found.values(), key=lambda m: (m["hostname"] is None, m["hostname"] or "", m["machine_id"] or ""))
 
 
-def spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> Spread:
     """How many, median, 95th percentile (nearest rank) and max of ``values``; None for each when there are none."""
     ordered = sorted(values)
     if not ordered:
@@ -245,34 +265,34 @@ def spread(values: list[float]) -> dict[str, Any]:
     }
 
 
-def figures(boots: list[Boot]) -> dict[str, Any]:
+def figures(boots: list[Boot]) -> Figures:
     """The fleet's figures: machines, boots and first boots; ``crng init done`` across boots (every boot, first
     boots, later boots; and how many boots did not say); machines per image and kernel; the units that stalled."""
     crng_all = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None]
     first = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None and b["first_boot"] is True]
     later = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None and b["first_boot"] is False]
-    images: dict[str, set[Any]] = {}
-    kernels: dict[str, set[Any]] = {}
-    stalled: dict[str, dict[str, Any]] = {}
+    images: dict[str, set[object]] = {}
+    kernels: dict[str, set[object]] = {}
+    stalled: dict[str, tuple[set[object], set[object], list[float], list[str]]] = {}
     for boot in boots:
         key = (boot["machine"], boot["boot_id"])
         for value, into in ((boot["image"], images), (boot["kernel"], kernels)):
             if value:
                 into.setdefault(value, set()).add(boot["machine"])
         for stall in boot["stalls"]:
-            entry = stalled.setdefault(
-                stall["unit"], {"unit": stall["unit"], "machines": set(), "boots": set(), "lost": [], "avoid": []}
-            )
-            entry["machines"].add(boot["machine"])
-            entry["boots"].add(key)
-            entry["lost"].append(stall["lost"])
-            entry["avoid"] = entry["avoid"] or stall.get("avoid") or []
-    stalls = []
-    for entry in stalled.values():
-        lost = spread(entry.pop("lost"))
-        entry.update(machines=len(entry["machines"]), boots=len(entry["boots"]), lost_median=lost["median"])
-        entry["lost_max"] = lost["max"]
-        stalls.append(entry)
+            on, of, lost, avoid = stalled.setdefault(stall["unit"], (set(), set(), [], []))
+            on.add(boot["machine"])
+            of.add(key)
+            lost.append(stall["lost"])
+            if not avoid:
+                avoid.extend(stall.get("avoid") or [])
+    stalls: list[StalledUnit] = []
+    for unit, (on, of, lost, avoid) in stalled.items():
+        found = spread(lost)
+        stalls.append(
+            {"unit": unit, "machines": len(on), "boots": len(of), "lost_median": found["median"],
+             "lost_max": found["max"], "avoid": avoid}
+        )  # fmt: skip
     stalls.sort(key=lambda s: (-s["machines"], -s["boots"], s["unit"]))
     return {
         "machines": len({b["machine"] for b in boots}),
@@ -290,12 +310,12 @@ def figures(boots: list[Boot]) -> dict[str, Any]:
     }
 
 
-def _counted(found: dict[str, set[Any]]) -> list[dict[str, Any]]:
-    rows = [{"name": name, "machines": len(ids)} for name, ids in found.items()]
+def _counted(found: dict[str, set[object]]) -> list[Counted]:
+    rows: list[Counted] = [{"name": name, "machines": len(ids)} for name, ids in found.items()]
     return sorted(rows, key=lambda row: (-row["machines"], row["name"]))
 
 
-def boots_json(boots: list[Boot], programs: dict[Any, list[str]]) -> list[dict[str, Any]]:
+def boots_json(boots: list[Boot], programs: dict[tuple[str | None, str | None], list[str]]) -> list[BootSeen]:
     """Each boot as ``--json`` lists it: its ids, hostname, image, kernel, first boot, crng init done, where it was
     read, and the programs that called in its window."""
     return [
@@ -314,14 +334,14 @@ def boots_json(boots: list[Boot], programs: dict[Any, list[str]]) -> list[dict[s
     ]
 
 
-def assemble(boots: Dict[Any, Boot], progress: Callable[[], None] | None = None) -> dict[str, Any]:
+def assemble(boots: Dict[Any, Boot], progress: Callable[[], None] | None = None) -> Assembled:
     """Programs, machines, boots and the fleet's figures of ``boots`` (key -> boot, as :func:`new_boot` makes)."""
     ordered = sorted(
         boots.values(),
         key=lambda b: (b["machine"] is None, b["machine"] or "", b["first_seen"] is None, b["first_seen"] or 0),
     )
     per_boot = []
-    names: dict[Any, list[str]] = {}
+    names: dict[tuple[str | None, str | None], list[str]] = {}
     for boot in ordered:
         programs = programs_of(boot)
         names[(boot["machine"], boot["boot_id"])] = [program["name"] for program in programs]
@@ -337,7 +357,7 @@ def assemble(boots: Dict[Any, Boot], progress: Callable[[], None] | None = None)
 # -- the same event from two sources ---------------------------------------------------------------------------------
 
 
-def unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unseen(from_journal: list[Record], known: list[Record]) -> list[Record]:
     """The journal's events that the events file does not already hold (the same event reaches both sinks). Only an
     event the file holds under the same program, process and call site is the same: dropping the journal's copy then
     changes no verdict, whatever else a record in the file says."""
@@ -345,11 +365,12 @@ def unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> l
     return [event for event in from_journal if _identity(event) not in seen]
 
 
-def _identity(event: dict[str, Any]) -> tuple[object, ...]:
+def _identity(event: Record) -> tuple[object, ...]:
     kind = event.get("event", "call")
-    # A call is the same only if the record says the same was done there: a record that claims another policy or
-    # action is a row of its own, so no record can drop the journal's line of a call (and with it its verdict).
-    said = tuple(event.get(name) for name in SAID) if kind == "call" else ()
+    # A call is the same only if the record says the same was done there, and the same of every policy: a record
+    # that claims another policy, action or outcome is a row of its own, so no record can drop the journal's line
+    # of a call (and with it its verdict). A repeat names no policy in the journal: the same only with the same
+    # outcomes.
     return (
         program_name(event),
         event.get("pid"),
@@ -357,5 +378,5 @@ def _identity(event: dict[str, Any]) -> tuple[object, ...]:
         event.get("call"),
         event.get("caller"),
         call_site(event),
-        *said,
+        *(said(event) if kind == "call" else said(event)[-1:]),
     )

@@ -155,7 +155,11 @@ def _add_journal(boots: Dict[Any, _fleet.Boot], facts: BootFacts) -> None:
         first_seen=facts["first_seen"],
     )
     for event in facts["events"]:
-        event.update(machine_id=facts["machine_id"], boot_id=facts["boot_id"], hostname=facts["hostname"])
+        event["machine_id"], event["boot_id"], event["hostname"] = (
+            facts["machine_id"],
+            facts["boot_id"],
+            facts["hostname"],
+        )
     boot["journal_events"].extend(facts["events"])
     boot["stalls"].extend(facts["stalls"])
     boot["sources"].extend(path for path in facts["files"] if path not in boot["sources"])
@@ -211,7 +215,7 @@ def _read_events(
             del read["events"][granted:]
         records += len(read["events"])
         for event in read["events"]:
-            ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))
+            ids = (_fleet.text_field(event.get("machine_id")), _fleet.text_field(event.get("boot_id")))
             if ids == (None, None) and here is not None:
                 boot = _fleet.boot_of(boots, *here)
             else:  # records that name no machine: the file is one machine's, unnamed
@@ -264,7 +268,7 @@ def _kernel(
     if simulated is None and events and all(event.get("simulated") for event in events):
         # Every event was recorded in a simulated window (a CI dry run's events file, read on its own later): the
         # real kernel's crng init done, long past, is no more part of this story than in simulate's own report.
-        given = [event["simulated"] for event in events if isinstance(event.get("simulated"), str)]
+        given = [spec for spec in (event.get("simulated") for event in events) if isinstance(spec, str)]
         simulated = given[0] if given else "a simulation"
     if simulated is not None:
         if local is not None:

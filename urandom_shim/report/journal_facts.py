@@ -9,12 +9,15 @@ the memory a journal costs does not grow with its size, nor with the files its m
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional, Tuple, TypedDict
+from typing import Any, Dict, List, Optional, Tuple, TypedDict, cast
 
 from . import journal, shim_lines, stalls
 from .journal import CRNG_MARKERS, Entry
-from .shim_lines import Record
 from .sources import Budget, Line, Lines, Stall
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .._events import Record
 
 #: A boot's (``_MACHINE_ID``, ``_BOOT_ID``), as its entries say.
 Key = Tuple[Optional[str], Optional[str]]
@@ -118,11 +121,12 @@ class Reducer:
 
     def _event(self, event: Record) -> None:
         texts = self._texts
-        for name, value in event.items():
+        fields = cast("Dict[str, Any]", event)  # every field alike: the texts are shared, whatever they are
+        for name, value in fields.items():
             if isinstance(value, str):
-                event[name] = texts.setdefault(value, value)
+                fields[name] = texts.setdefault(value, value)
             elif isinstance(value, list):
-                event[name] = [texts.setdefault(item, item) if isinstance(item, str) else item for item in value]
+                fields[name] = [texts.setdefault(item, item) if isinstance(item, str) else item for item in value]
         names = tuple(event)
         names = self._names.setdefault(names, names)
         identity = (names, *(_hashable(value) for value in event.values()))

@@ -4,15 +4,16 @@ catalogue's templates, and which lines to believe (journald's trusted fields, ne
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, NamedTuple, Optional
+from typing import Any, Iterable, List, NamedTuple, Optional
 
 from .. import _events, _messages, _policies
 from . import journal, stalls
 from .journal import Entry
 from .sources import Line
 
-#: A record of an event, as the events file holds it (:mod:`urandom_shim._events`).
-Record = Dict[str, Any]
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .._events import Record
 
 
 # -- the shim's lines ------------------------------------------------------------------------------------------------
@@ -28,6 +29,8 @@ WOULD_OF_ACTION = {
 }
 
 _NUMBER = r"-?\d+(?:\.\d+)?"
+#: A number as ``format(x, "g")`` writes it: ``0.3``, ``30``, ``1e-05``, ``1.5e+06``.
+_G_NUMBER = r"-?\d+(?:\.\d+)?(?:e[+-]\d+)?"
 _patterns_cache: dict[str, Any] = {}
 
 
@@ -68,10 +71,17 @@ def _patterns() -> dict[str, Any]:
             "boot_time": f"(?P<boot_time>{_NUMBER})",
         },
     )
-    would = "|".join(re.escape(text) for text in sorted(_events.WOULD.values(), key=len, reverse=True))
-    # Each policy's outcome, in the words of OUTCOME_PHRASES (a timeout as a number), in the order of POLICIES.
+    # What the configured policy would have done: its row of the table, or a wait its timeout ends (would_phrase).
+    wills = [re.escape(text) for text in _events.WOULD.values()]
+    wills += [
+        _regex(_messages.EVENT_DONE_TIMED_OUT_RAISED, {"waited": _NUMBER}),
+        _regex(_messages.EVENT_DONE_TIMED_OUT_BEST_EFFORT, {"waited": _NUMBER}),
+    ]
+    would = "|".join(sorted(wills, key=len, reverse=True))
+    # Each policy's outcome, in the words of OUTCOME_PHRASES (a timeout as a number, as `g` writes it: 1e-05 too),
+    # in the order of POLICIES.
     phrases = "|".join(
-        _regex(phrase, {"timeout": _NUMBER})
+        _regex(phrase, {"timeout": _G_NUMBER})
         for phrase in sorted(_messages.OUTCOME_PHRASES.values(), key=len, reverse=True)
     )
     outcomes = ", ".join(f"{p.name} (?:{phrases})" for p in _policies.POLICIES)
@@ -90,6 +100,7 @@ def _patterns() -> dict[str, Any]:
         (_policies.ENFORCE, _messages.EVENT_ENFORCED),
         # An older shim's lines, which say no outcome per policy: the report infers them from the call's kind.
         (_policies.REPORT, OLDER_REPORT_ONLY),
+        (None, OLDER_REPEAT),
         (_policies.ENFORCE, OLDER_ENFORCED),
     ]
     _patterns_cache.update(
@@ -100,7 +111,7 @@ def _patterns() -> dict[str, Any]:
                     "(?P<policy>"
                     + "|".join(p.name for p in _policies.POLICIES)
                     + ") "
-                    + _regex(phrase, {"timeout": f"(?P<timeout>{_NUMBER})"})
+                    + _regex(phrase, {"timeout": f"(?P<timeout>{_G_NUMBER})"})
                 ),
             )
             for outcome, phrase in _messages.OUTCOME_PHRASES.items()
@@ -114,7 +125,7 @@ def _patterns() -> dict[str, Any]:
     return _patterns_cache
 
 
-def parse_line(text: str) -> dict[str, Any] | None:
+def parse_line(text: str) -> Record | None:
     """The event a line of the shim's stderr describes (:func:`urandom_shim._events.describe`, with or without the
     ``urandom-shim:`` prefix), or None if it describes none. The fields the line holds: event (``call`` or
     ``repeat``), call, caller, simulated (True or False), boot_time; for a call, mode, action, waited (0.0 where the
@@ -128,13 +139,16 @@ def parse_line(text: str) -> dict[str, Any] | None:
     if matched is None:
         return None
     mode, match = matched
-    event: dict[str, Any] = {
+    event: Record = {
         "event": "repeat" if mode is None else "call",
         "call": match["call"],
         "caller": match["caller"],
         "simulated": bool(match["simulated"]),
         "boot_time": _bounded(match["boot_time"], journal.MAX_SECONDS),
     }
+    said = match.groupdict().get("outcomes")
+    if said is not None:
+        event["under"], event["timeout"] = _outcomes(said)
     if mode is None:
         event["count"] = int(_bounded(match["count"], journal.MAX_COUNT))
         return event
@@ -144,26 +158,22 @@ def parse_line(text: str) -> dict[str, Any] | None:
     action, found = done
     waited = found.groupdict().get("waited")
     if mode == _policies.REPORT:
-        would = next(key for key, text in _events.WOULD.items() if text == match["would"])
+        would = next((key for key, text in _events.WOULD.items() if text == match["would"]), _policies.WAIT)
     else:
         would = WOULD_OF_ACTION[action]
-    event.update(
-        mode=mode,
-        action=action,
-        waited=0.0 if waited is None else _bounded(waited, journal.MAX_SECONDS),
-        policy=match["policy"],
-        policy_source=match["source"],
-        would=would,
-    )
-    said = match.groupdict().get("outcomes")
-    if said is not None:
-        event["under"], event["timeout"] = _outcomes(said)
+    event["mode"] = mode
+    event["action"] = action
+    event["waited"] = 0.0 if waited is None else _bounded(waited, journal.MAX_SECONDS)
+    event["policy"] = match["policy"]
+    event["policy_source"] = match["source"]
+    event["would"] = would
     return event
 
 
 #: An older shim's event lines (before each said what every policy would do), still read.
 OLDER_ENFORCED = "{where}: {done} under policy '{policy}' (from {source})."
 OLDER_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}."
+OLDER_REPEAT = "{where}: {count} more like it, not shown one by one."
 
 
 def _outcomes(text: str) -> tuple[dict[str, str], float | None]:
@@ -349,9 +359,10 @@ def _event(entry: Entry, parsed: Record) -> Record:
         began = round(max(0.0, logged - min(max(waited, 0.0), logged)), 3)
     command = journal.field(entry, "_CMDLINE") or journal.field(entry, "_COMM")
     parsed.pop("boot_time", None)  # the text's own time: the entry's is journald's
+    kind = parsed.pop("event", "call")
     event: Record = {
         "v": _events.VERSION,
-        "event": parsed.pop("event"),
+        "event": kind,
         "boot_time": began,
         "pid": _int(journal.field(entry, "_PID")),
         "uid": _int(journal.field(entry, "_UID")),

@@ -7,7 +7,11 @@ gate decides on the kind alone; the sentence is for people.
 from __future__ import annotations
 
 import enum
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Dict, List, Optional, TypedDict
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .shapes import BootSeen, Figures, Machine, PolicyVerdict, Program
 
 
 class Kind(str, enum.Enum):
@@ -207,11 +211,11 @@ class Report(TypedDict):
     fleet_mode: bool
     sources: Sources
     crng_init_done: Optional[float]
-    machines: List[Dict[str, Any]]
-    boots: List[Dict[str, Any]]
-    fleet: Dict[str, Any]
-    programs: List[Dict[str, Any]]
+    machines: List[Machine]
+    boots: List[BootSeen]
+    fleet: Figures
+    programs: List[Program]
     stalls: List[Stall]
     rejected: Lines
     unread: Lines
-    verdict: Dict[str, Any]
+    verdict: Dict[str, PolicyVerdict]

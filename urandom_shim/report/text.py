@@ -4,6 +4,8 @@ policy. Every string that came from a record or the journal is shown escaped.
 
 from __future__ import annotations
 
+from typing import cast
+
 from .. import _messages, _policies
 from .._terminal import escaped, rows
 from .sources import Kind, Line, Report, Source, said
@@ -11,7 +13,7 @@ from .verdict import FINE, RAISE, WAIT, WEAK, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from .shapes import CallSite, CrngSpread, Program, Spread
 
 
 # -- text ------------------------------------------------------------------------------------------------------------
@@ -86,8 +88,9 @@ def lines(report: Report) -> list[str]:
         elif program["simulated"] and report.get("since") is None:
             when += " (in a simulated window)"
         out.append(f"{shown(program['name'])}{when}")
-        if program.get("argv"):
-            out.append(f"  command    {shown(' '.join(str(arg) for arg in program['argv'])[:200])}")
+        argv = program["argv"]
+        if argv:
+            out.append(f"  command    {shown(' '.join(str(arg) for arg in argv)[:200])}")
         if program.get("uids") and program["uids"] != [0]:
             out.append(f"  uid        {', '.join(str(uid) for uid in program['uids'])}")
         table = []
@@ -145,6 +148,8 @@ WOULD = {
     _policies.WAIT_THEN_RAISE: "raises after its {timeout:g} s timeout",
     _policies.WAIT_THEN_WEAK: "weak bytes after its {timeout:g} s timeout",
 }
+#: Said of a call whose program's policy comes from a source that outranks the machine file.
+PINNED = "its policy comes from {source}, which outranks the machine file: it stays {policy} under each"
 #: Said of a call recorded by an older shim, whose record carries no outcome per policy.
 INFERRED = (
     "inferred from the call alone: recorded by an older urandom-shim, which did not say what its timeout, fuse, "
@@ -194,24 +199,26 @@ def journal_lines(head: str, count: int, lines: list[Line]) -> list[str]:
     return out
 
 
-def would(call: dict[str, Any]) -> str:
+def would(call: CallSite) -> str:
     """What ``call`` would do under each policy: "pep522 raises, pep524 waits, ...". A call whose program has a
     ``[[program]]`` rule keeps that rule's policy under every machine-wide one, and says so."""
-    outcomes = call.get("outcomes") or {}
-    timeout = call.get("timeout") if isinstance(call.get("timeout"), (int, float)) else 0.0
+    outcomes = call["outcomes"]
+    timeout = call["timeout"] or 0.0
     said = {name: WOULD.get(found, str(found)).format(timeout=timeout) for name, found in outcomes.items()}
     if len(set(said.values())) == 1:
         words = f"{next(iter(said.values()))} under every policy"
     else:
         words = ", ".join(f"{policy} {found}" for policy, found in said.items())
-    if call.get("rule_policy"):
+    if call["rule_policy"]:
         words += f" (its [[program]] rule keeps it on {call['rule_policy']} under each)"
-    if call.get("inferred"):
+    elif call["pinned"]:
+        words += f" ({PINNED.format(source=call['policy_source'], policy=call['policy'])})"
+    if call["inferred"]:
         words += f" ({INFERRED})"
     return words
 
 
-def fixes(program: dict[str, Any]) -> list[str]:
+def fixes(program: Program) -> list[str]:
     """For a program that would raise under some policy: the ways to fix it that fit it, as lines."""
     import json
 
@@ -240,23 +247,23 @@ def fixes(program: dict[str, Any]) -> list[str]:
     return out
 
 
-def raising_lines(calls: list[dict[str, Any]]) -> list[str]:
+def raising_lines(calls: list[CallSite]) -> list[str]:
     """The callers of ``calls`` that would raise under some policy and are a line of a file: a wait can go before
     them (not `<string>`, `<stdin>`: no file to edit)."""
-    raising = [call for call in calls if RAISE in (call.get("under") or {}).values()]
+    raising = [call for call in calls if RAISE in call["under"].values()]
     return [
-        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
+        str(c["caller"]) for c in raising if ":" in str(c["caller"] or "<") and not str(c["caller"]).startswith("<")
     ]
 
 
-def match_name(program: dict[str, Any]) -> str | None:
+def match_name(program: Program) -> str | None:
     """The name a ``[[program]]`` rule matches for this program: the one its events give, else its script's file
     name from its command line (the word after the interpreter), else None."""
     import os
 
-    if program.get("program"):
+    if program["program"]:
         return str(program["program"])
-    words = " ".join(str(arg) for arg in (program.get("argv") or ())).split()
+    words = " ".join(str(arg) for arg in (program["argv"] or ())).split()
     if len(words) >= 2 and os.path.basename(words[0]).startswith("python") and not words[1].startswith("-"):
         return os.path.basename(words[1])
     return None
@@ -297,13 +304,13 @@ def fleet_lines(report: Report) -> list[str]:
     crng = fleet["crng_init_done"]
     out.append(f"  {'crng init done':<15} {_spread(crng)}")
     # First boots apart from later ones, where the fleet has both (each alone is the line above).
-    split = [(name, label) for name, label in (("first_boots", "first boots"), ("later_boots", "later boots"))]
-    if all(crng[name]["boots"] for name, _label in split):
-        out.extend(f"  {'':<15} {label}: {_spread(crng[name])}" for name, label in split)
-    for name, label in (("images", "images"), ("kernels", "kernels")):
-        if fleet[name]:
-            listed = [f"{shown(row['name'])} ({plural(row['machines'], 'machine')})" for row in fleet[name][:4]]
-            more = f" and {len(fleet[name]) - 4} more" if len(fleet[name]) > 4 else ""
+    split = ((crng["first_boots"], "first boots"), (crng["later_boots"], "later boots"))
+    if all(found["boots"] for found, _label in split):
+        out.extend(f"  {'':<15} {label}: {_spread(found)}" for found, label in split)
+    for names, label in ((fleet["images"], "images"), (fleet["kernels"], "kernels")):
+        if names:
+            listed = [f"{shown(row['name'])} ({plural(row['machines'], 'machine')})" for row in names[:4]]
+            more = f" and {len(names) - 4} more" if len(names) > 4 else ""
             out.append(f"  {label:<15} {', '.join(listed)}{more}")
     out.append("")
     programs = report["programs"]
@@ -402,18 +409,18 @@ def _most(found: dict[str, int], shown_: int = 2) -> str:
 _SEVERITY = {RAISE: 0, WEAK: 1, WAIT: 2, FINE: 3}
 
 
-def worst_first(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def worst_first(calls: list[CallSite]) -> list[CallSite]:
     """A program's call sites as the fleet's text shows them: the worst first (one that would raise under some
     policy, then weak bytes, then a wait, then nothing to see), then on the most machines, then in order of first
     call. The first three shown are then the ones to fix, not merely the earliest."""
 
-    def worst(call: dict[str, Any]) -> int:
-        return min((_SEVERITY.get(found, len(_SEVERITY)) for found in (call.get("under") or {}).values()), default=9)
+    def worst(call: CallSite) -> int:
+        return min((_SEVERITY.get(found, len(_SEVERITY)) for found in call["under"].values()), default=9)
 
-    return sorted(calls, key=lambda call: (worst(call), -int(call.get("machines") or 0)))
+    return sorted(calls, key=lambda call: (worst(call), -call["machines"]))
 
 
-def fleet_fix(program: dict[str, Any]) -> list[str]:
+def fleet_fix(program: Program) -> list[str]:
     """The fixes of a program that would raise, on one line (each machine's own report says them in full)."""
     import json
 
@@ -436,10 +443,11 @@ STALLS_AVOID = (
 )
 
 
-def _spread(found: dict[str, Any]) -> str:
+def _spread(found: Spread) -> str:
     if not found["boots"]:
         return "unknown: no boot's journal holds it"
-    without = f" ({found['without']} without it)" if found.get("without") else ""
+    left = cast("CrngSpread", found).get("without") if "without" in found else None
+    without = f" ({left} without it)" if left else ""
     return (
         f"median {found['median']:.2f} s, 95th percentile {found['p95']:.2f} s, max {found['max']:.2f} s after boot, "
         f"over {plural(found['boots'], 'boot')}{without}"

@@ -9,15 +9,15 @@ carries none, is read by the policy table for its call's site (:func:`inferred`)
 from __future__ import annotations
 
 import os
-from typing import NamedTuple, Optional
+from typing import Dict, Final, Iterable, NamedTuple, Optional, Tuple
 
 from .. import _events, _policies
 from .._terminal import escaped
+from .shapes import CallSite, Named, PolicyVerdict, Program
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
-
+    from .._events import Record
     from .sources import Report, Source
 
 
@@ -62,60 +62,77 @@ def inferred(policy: _policies.Policy, site: str) -> str:
     return _policies.WAITS  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
 
 
-def recorded_outcomes(event: dict[str, Any]) -> dict[str, str] | None:
+def recorded_outcomes(event: Record) -> Dict[str, str] | None:
     """The outcome under each policy that ``event`` carries (the engine's own decision), or None for a record or
     line of an older shim."""
-    under = event.get("under")
+    under: object = event.get("under")
     if not isinstance(under, dict) or any(under.get(p.name) not in _policies.OUTCOMES for p in _policies.POLICIES):
         return None
     return {policy.name: str(under[policy.name]) for policy in _policies.POLICIES}
 
 
 #: How a record's policy_source names a ``[[program]]`` rule (``_config``: "LABEL [[program]] match = 'NAME'").
-RULE_SOURCE = " [[program]] match = "
+RULE_SOURCE = _policies.RULE_SOURCE
 
 
-def rule_policy(call: dict[str, Any]) -> _policies.Policy | None:
-    """The policy a ``[[program]]`` rule gave the program that made ``call``, or None. Such a program keeps it
-    whatever policy the machine has: the exemption a fleet configures. A record can only add a call, never change
-    another's, so a record that claims an exemption exempts no call but its own."""
-    source = call.get("policy_source")
+def rule_policy(source: object, policy: object) -> _policies.Policy | None:
+    """The policy a ``[[program]]`` rule gave the program whose call says ``source`` and ``policy``, or None. Such a
+    program keeps it whatever policy the machine has: the exemption a fleet configures. A record can only add a call,
+    never change another's, so a record that claims an exemption exempts no call but its own."""
     if not isinstance(source, str) or RULE_SOURCE not in source:
         return None
-    return _policies.BY_NAME.get(str(call.get("policy")))
+    return _policies.BY_NAME.get(str(policy))
 
 
-def call_site(event: dict[str, Any]) -> str:
+def call_site(event: Record) -> str:
     site = event.get("site")
-    return site if site in KNOWN_SITES else _events.site_of(str(event.get("call")))
+    return site if site is not None and site in KNOWN_SITES else _events.site_of(str(event.get("call")))
 
 
 # -- per program -----------------------------------------------------------------------------------------------------
 
 
-def program_name(event: dict[str, Any]) -> str:
+def program_name(event: Record) -> str:
     """What a program is called in the report: its systemd unit, else the name ``[[program]]`` rules match, else its
     command line's first words."""
     if event.get("unit"):
-        return str(event["unit"])
+        return str(event.get("unit"))
     if event.get("program"):
-        return str(event["program"])
+        return str(event.get("program"))
     argv = [os.path.basename(str(arg)) for arg in (event.get("argv") or ())[:2]]
     return " ".join(argv) or f"pid {event.get('pid', '?')}"
 
 
 #: What a record says was done at a call site: two records that differ in any of these are two rows.
-SAID = ("policy", "policy_source", "mode", "action", "would")
+SAID: Final = ("policy", "policy_source", "mode", "action", "would")
 
 
-def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str, Any]]:
+def said(event: Record) -> Tuple[object, ...]:
+    """What ``event`` says was done at its call site, and what every policy would do there: two records that differ
+    in any of it are two rows (none can merge away or downgrade another's finding)."""
+    recorded = recorded_outcomes(event)
+    outcomes = tuple(sorted(recorded.items())) if recorded is not None else None
+    return (*(event.get(name) for name in SAID), outcomes)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def group(events: Iterable[Record], crng: float | None) -> list[Program]:
     """The events per program, each with its call sites and what every policy would make of them."""
-    programs: dict[str, dict[str, Any]] = {}
+    programs: dict[str, Program] = {}
+    calls: dict[str, dict[Tuple[object, ...], CallSite]] = {}
+    #: (call, caller, site, outcomes) -> the key of the first call site there: where a journal's repeat, which
+    #: names no policy, goes. A repeat with the same outcomes can't be downgraded by the row it joins; one of an older
+    #: shim's, which says none, joins only the journal's own line (no record can take it in and merge it away).
+    sites: dict[str, dict[Tuple[object, ...], Tuple[object, ...]]] = {}
+    pids: dict[str, set[int]] = {}
     for event in events:
         name = program_name(event)
-        entry = programs.setdefault(
-            name,
-            {
+        entry = programs.get(name)
+        if entry is None:
+            entry = programs[name] = {
                 "name": name,
                 "unit": event.get("unit"),
                 "program": event.get("program"),
@@ -124,12 +141,21 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
                 "uids": [],
                 "first_call": None,
                 "first_call_after_crng": None,
-                "calls": {},
-                "sites": {},
-            },
-        )
+                "calls": [],
+                "simulated": True,
+                "under": {},
+                "longest_wait": 0.0,
+                "machines": 1,
+                "boots": 1,
+                "first_boots": 0,
+                "later_boots": 0,
+                "images": {},
+                "kernels": {},
+            }
+            calls[name], sites[name], pids[name] = {}, {}, set()
         pid = event.get("pid")
-        if pid is not None and pid not in entry["pids"]:
+        if isinstance(pid, int) and pid not in pids[name]:
+            pids[name].add(pid)
             entry["pids"].append(pid)
         uid = event.get("uid")
         if isinstance(uid, int) and uid not in entry["uids"]:
@@ -138,88 +164,133 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         # that differs in any of them, so none can change the site (and so the verdict) or the story of another.
         site = call_site(event)
         where = (event.get("call"), event.get("caller"), site)
-        recorded = recorded_outcomes(event)
-        # What every policy would do is part of what a record says: two that differ there are two rows too.
-        said = tuple(sorted(recorded.items())) if recorded is not None else None
-        key = (*where, *(event.get(name) for name in SAID), said)
-        if event.get("event") == "repeat" and event.get("from") == "journal":
-            # From the journal a repeat names no policy: it belongs to the first call site it matches.
-            key = entry["sites"].get(where, key)
-        entry["sites"].setdefault(where, key)  # the first call site of each (call, caller, site): one look-up each
-        call = entry["calls"].setdefault(
-            key,
-            {
-                "call": event.get("call"),
-                "site": site,
-                "caller": event.get("caller"),
-                "first": None,
-                "count": 0,
-                "policy": event.get("policy"),
-                "policy_source": event.get("policy_source"),
-                "mode": event.get("mode"),
-                "action": event.get("action"),
-                "would": event.get("would"),
-                "waited": 0.0,
-                "simulated": bool(event.get("simulated")),
-                "outcomes": recorded,
-                "timeout": event.get("timeout"),
-            },
-        )
+        key = (*where, *said(event))
+        found = recorded_outcomes(event)
+        journal = event.get("from") == "journal"
+        seen = (*where, tuple(sorted(found.items())) if found is not None else None, journal and found is None)
+        if event.get("event") == "repeat" and journal:
+            # From the journal a repeat names no policy: it joins the first call site with the same call, caller,
+            # site and outcomes, or it is a row of its own (its call's line was lost or cut short).
+            key = sites[name].get(seen, key)
+        elif event.get("event") != "repeat":
+            sites[name].setdefault(seen, key)
+        call = calls[name].get(key)
+        if call is None:
+            call = calls[name][key] = _call_site(event, site)
         if event.get("event") == "repeat":
             call["count"] += int(event.get("count") or 0)
             continue
-        if call["policy"] is None and call["action"] is None:  # a journal's repeat came first
-            call.update({name: event.get(name) for name in SAID})
-            call.update(outcomes=recorded, timeout=event.get("timeout"))
         call["count"] += 1
-        when = event.get("boot_time")
-        if isinstance(when, (int, float)):
+        when = _number(event.get("boot_time"))
+        if when is not None:
             if call["first"] is None or when < call["first"]:
                 call["first"] = when
             if entry["first_call"] is None or when < entry["first_call"]:
                 entry["first_call"] = when
-        waited = event.get("waited")
-        if isinstance(waited, (int, float)) and waited > call["waited"]:
+        waited = _number(event.get("waited"))
+        if waited is not None and waited > call["waited"]:
             call["waited"] = waited
     result = []
-    for entry in programs.values():
-        del entry["sites"]
-        calls = sorted(entry["calls"].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
-        entry["calls"] = calls
-        entry["simulated"] = all(c["simulated"] for c in calls)
-        if entry["first_call"] is not None and crng is not None and not entry["simulated"]:
+    for name, entry in programs.items():
+        entry["calls"] = sorted(calls[name].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
+        entry["simulated"] = all(c["simulated"] for c in entry["calls"])
+        first = entry["first_call"]
+        if first is not None and crng is not None and not entry["simulated"]:
             # A simulated window has nothing to do with when the real kernel's CRNG was ready.
-            entry["first_call_after_crng"] = round(entry["first_call"] - crng, 3)
-        for c in calls:
-            rule = rule_policy(c)
+            entry["first_call_after_crng"] = round(first - crng, 3)
+        for c in entry["calls"]:
+            rule = rule_policy(c["policy_source"], c["policy"])
             c["rule_policy"] = None if rule is None else rule.name
-            # The record's own outcomes are the engine's decision under each policy; a record of an older shim gets
-            # the policy table's reading instead, and says so (``inferred``).
-            c["inferred"] = c["outcomes"] is None
-            if c["inferred"]:
+            if c["inferred"]:  # an older shim's record: the policy table's reading, and the report says so
                 c["outcomes"] = {policy.name: inferred(rule or policy, c["site"]) for policy in _policies.POLICIES}
-            c["under"] = {name: CATEGORY[found] for name, found in c["outcomes"].items()}
+            done = _done(c)
+            if done is not None:
+                # What was done is a fact: under the policy that did it (under every one, where the program's
+                # policy stays whatever the machine's), nothing can say it came to less.
+                for policy in _policies.POLICIES if (c["pinned"] or rule) else ():
+                    c["outcomes"][policy.name] = _worse(c["outcomes"][policy.name], done)
+                if c["policy"] in c["outcomes"]:
+                    c["outcomes"][str(c["policy"])] = _worse(c["outcomes"][str(c["policy"])], done)
+            c["under"] = {policy: CATEGORY[found] for policy, found in c["outcomes"].items()}
         entry["under"] = {
-            policy.name: max((c["under"][policy.name] for c in calls), key=RANK.__getitem__, default=FINE)
+            policy.name: max((c["under"][policy.name] for c in entry["calls"]), key=RANK.__getitem__, default=FINE)
             for policy in _policies.POLICIES
         }
-        entry["longest_wait"] = max((c["waited"] for c in calls), default=0.0)
+        entry["longest_wait"] = max((c["waited"] for c in entry["calls"]), default=0.0)
         result.append(entry)
     result.sort(key=lambda p: (p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
     return result
 
 
-def verdict(programs: list[dict[str, Any]], *, fleet: bool = False) -> dict[str, Any]:
+#: What each action of an enforced call (:data:`urandom_shim._events.ACTIONS`) shows it came to, at a site for
+#: secrets; at a seeding site, best-effort bytes are fine.
+DONE = {
+    _events.RAISED: _policies.RAISES,
+    _events.TIMED_OUT_RAISED: _policies.WAIT_THEN_RAISE,
+    _events.TIMED_OUT_BEST_EFFORT: _policies.WAIT_THEN_WEAK,
+    _events.BEST_EFFORT: _policies.WEAK,
+    _events.WAITED: _policies.WAITS,
+}
+
+
+def _done(call: CallSite) -> str | None:
+    """What an enforced call was seen to come to, or None (report mode, the interpreter's own code)."""
+    if call["mode"] != _policies.ENFORCE:
+        return None
+    done = DONE.get(str(call["action"]))
+    if done in (_policies.WEAK, _policies.WAIT_THEN_WEAK) and call["site"] not in STRONG_SITES:
+        return _policies.FINE
+    return done
+
+
+def _worse(one: str, other: str) -> str:
+    return other if RANK[CATEGORY[other]] > RANK[CATEGORY[one]] else one
+
+
+def _call_site(event: Record, site: str) -> CallSite:
+    """A new call site of ``event``'s, before any call is counted."""
+    recorded = recorded_outcomes(event)
+    return {
+        "call": event.get("call"),
+        "site": site,
+        "caller": event.get("caller"),
+        "first": None,
+        "count": 0,
+        "policy": event.get("policy"),
+        "policy_source": event.get("policy_source"),
+        "mode": event.get("mode"),
+        "action": event.get("action"),
+        "would": event.get("would"),
+        "waited": 0.0,
+        "simulated": bool(event.get("simulated")),
+        "outcomes": recorded or {},
+        "timeout": _number(event.get("timeout")),
+        "inferred": recorded is None,
+        "pinned": event.get("pinned") is True,
+        "rule_policy": None,
+        "under": {},
+        "machines": 1,
+        "boots": 1,
+    }
+
+
+def verdict(programs: list[Program], *, fleet: bool = False) -> Dict[str, PolicyVerdict]:
     """Per policy: which programs would raise, which would use weak bytes, which would wait, each with on how many
     machines and boots (first boots apart from later ones); and one sentence (with the counts when ``fleet``)."""
-    result: dict[str, Any] = {}
+    result: Dict[str, PolicyVerdict] = {}
     for policy in _policies.POLICIES:
-        by_outcome: dict[str, list[dict[str, Any]]] = {RAISE: [], WEAK: [], WAIT: []}
+        by_outcome: dict[str, list[Named]] = {RAISE: [], WEAK: [], WAIT: []}
         for program in programs:
             found = program["under"][policy.name]
             if found in by_outcome:
                 by_outcome[found].append(
-                    {name: program.get(name, 1) for name in ("name", "machines", "boots", "first_boots", "later_boots")}
+                    {
+                        "name": program["name"],
+                        "machines": program["machines"],
+                        "boots": program["boots"],
+                        "first_boots": program["first_boots"],
+                        "later_boots": program["later_boots"],
+                    }
                 )
         waiting = {entry["name"] for entry in by_outcome[WAIT]}
         longest = max((p["longest_wait"] for p in programs if p["name"] in waiting), default=0.0)
@@ -233,7 +304,7 @@ def verdict(programs: list[dict[str, Any]], *, fleet: bool = False) -> dict[str,
     return result
 
 
-def sentence(policy: str, by_outcome: dict[str, list[dict[str, Any]]], longest: float, *, fleet: bool = False) -> str:
+def sentence(policy: str, by_outcome: dict[str, list[Named]], longest: float, *, fleet: bool = False) -> str:
     parts = []
     if by_outcome[RAISE]:
         parts.append(f"{_count(by_outcome[RAISE])} would raise BlockingIOError: {_names(by_outcome[RAISE], fleet)}")
@@ -247,7 +318,7 @@ def sentence(policy: str, by_outcome: dict[str, list[dict[str, Any]]], longest: 
     return f"under {policy}, " + "; ".join(parts)
 
 
-def _count(names: list[dict[str, Any]]) -> str:
+def _count(names: list[Named]) -> str:
     return plural(len(names), "program")
 
 
@@ -255,7 +326,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _names(entries: list[dict[str, Any]], fleet: bool, shown: int = 5) -> str:
+def _names(entries: list[Named], fleet: bool, shown: int = 5) -> str:
     more = f" and {len(entries) - shown} more" if len(entries) > shown else ""
     if not fleet:
         return ", ".join(str(entry["name"]) for entry in entries[:shown]) + more
