@@ -143,6 +143,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "image": _TEXT,
     "kernel": _TEXT,
     "first_boot": (bool, type(None)),
+    "test": _TEXT,
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {"boot_time": _journal.MAX_SECONDS, "waited": _journal.MAX_SECONDS, "count": _journal.MAX_COUNT}
