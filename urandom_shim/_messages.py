@@ -222,7 +222,7 @@ PLUGIN_TIMER_PENDING = "system_rng.ready_after() has not made it ready yet"
 PLUGIN_NO_THREAD_MADE_READY = "no other thread of the test has called system_rng.ready()"
 PLUGIN_NOTHING_MAKES_READY = "nothing in this test will ever make it ready"
 PLUGIN_TRACEBACK = "Traceback to the call (most recent call last):"
-PLUGIN_REMEDY_READY_KERNEL = "Mark the test @pytest.mark.urandom(unready=False) if it needs the kernel ready"
+PLUGIN_REMEDY_READY_KERNEL = "mark the test @pytest.mark.urandom(unready=False) if it needs the kernel ready"
 PLUGIN_REMEDY_OTHER_POLICY = "mark it with a policy under which this call does not wait ({policies})"
 PLUGIN_REMEDY_READY_AFTER = "call system_rng.ready_after(SECONDS) before the call"
 PLUGIN_REMEDY_TIMEOUT = (
@@ -243,7 +243,7 @@ PLUGIN_CHILD_STILL_RUNNING = (
     "than let it wait for the child."
 )
 PLUGIN_REMEDY_CHILD_WAIT = (
-    "Call secrets.wait_for_system_rng() once before {caller} in the child's code, where waiting is acceptable"
+    "call secrets.wait_for_system_rng() once before {caller} in the child's code, where waiting is acceptable"
 )
 PLUGIN_REFUSED_IN_TEST = "the policy raised BlockingIOError in this test: {call}, called from {caller}, {where}"
 PLUGIN_IN_TEST_PROCESS = "in the test's own process"

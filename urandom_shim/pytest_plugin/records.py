@@ -146,6 +146,21 @@ def place(path: object, rootdir: str) -> str:
     return text
 
 
+def absolute(caller: object, rootdir: str) -> object:
+    """A record's ``path:line`` with its path absolute: Python 3.8 names a script started by a relative path
+    relatively (``python child.py``), from the child's own directory, which is the test's or the rootdir."""
+    if not isinstance(caller, str) or caller.startswith("<") or ":" not in caller:
+        return caller
+    path, _colon, line = caller.rpartition(":")
+    if os.path.isabs(path):
+        return caller
+    for base in (os.getcwd(), rootdir):
+        found = os.path.join(base, path)
+        if os.path.exists(found):
+            return f"{os.path.normpath(found)}:{line}"
+    return caller
+
+
 def command(argv: object, rootdir: str) -> str:
     """A command line as it reads best: the interpreter by its name, the project's files relative to it."""
     if not isinstance(argv, (list, tuple)) or not argv:

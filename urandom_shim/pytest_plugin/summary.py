@@ -14,7 +14,7 @@ import pytest
 
 from .. import _messages
 from .options import options
-from .records import Records, calls
+from .records import Records, absolute, calls
 from .run import current
 
 TYPE_CHECKING = False
@@ -145,6 +145,7 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
     from ..report.verdict import RANK, verdict
 
     found = options(config)
+    rootdir = str(config.rootpath)
     records: list[dict[str, Any]] = []
     skipped = 0
     for path, (start, own) in collected.files.items():
@@ -162,10 +163,11 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
         found_calls = calls(mine)
         worst: dict[str, str] = {}
         for call in found_calls:
-            key = (call["call"], call["caller"], call["site"])
+            caller = absolute(call["caller"], rootdir)
+            key = (call["call"], caller, call["site"])
             site = sites.setdefault(
                 key,
-                {"call": call["call"], "caller": call["caller"], "site": call["site"], "tests": [], "under": {},
+                {"call": call["call"], "caller": caller, "site": call["site"], "tests": [], "under": {},
                  "processes": [], "in_tests_process": False, "count": 0},
             )  # fmt: skip
             if test not in site["tests"]:
