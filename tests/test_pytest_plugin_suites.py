@@ -303,7 +303,9 @@ def test_every_record_names_its_test_under_xdist_and_the_events_file_you_name_is
     assert len({r["pid"] for r in records}) == 4 + len(workers), records  # each child, and the workers
     found = json.loads(report.read_text())
     assert sorted(entry["test"] for entry in found["tests"]) == sorted(by_test), found["tests"]
-    assert "os.urandom(16) at <string>:1" in result.stdout.str() and "4: test_workers.py::" in result.stdout.str()
+    section = result.stdout.str().split("urandom-shim report")[-1]
+    assert "os.urandom(16) at <string>:1" in section and "4: test_workers.py::" in section, section
+    assert "in     the tests' own processes" in section and "exec(eval" not in section, section  # workers: no child
 
 
 # -- the plugin's shape ----------------------------------------------------------------------------------------------

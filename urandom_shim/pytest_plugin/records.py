@@ -36,8 +36,11 @@ class Records:
         self._lock = threading.Lock()
 
     def read_new(self) -> None:
-        """Read the records written since the last look (whole lines only: a line being written waits)."""
+        """Read the records written since the last look (whole lines only: a line being written waits). A file
+        emptied or replaced since (by a test, say) is read again from its start."""
         with self._lock:
+            if size(self.path) < self.offset:
+                self.offset = 0
             data = _read_from(self.path, self.offset)
             end = data.rfind(b"\n") + 1
             if end <= 0:
@@ -59,6 +62,14 @@ class Records:
                 remove(path)
             except OSError:
                 pass
+
+
+def size(path: str) -> int:
+    """The size of ``path``, 0 if it can't be had."""
+    try:
+        return os.stat(path).st_size
+    except OSError:
+        return 0
 
 
 def _read_from(path: str, offset: int) -> bytes:
@@ -136,6 +147,8 @@ def shown(value: object, limit: int = 300) -> str:
 def place(path: object, rootdir: str) -> str:
     """``path`` (or ``path:line``) as the project knows it: relative to its rootdir, an installed package's from
     its ``site-packages``."""
+    if path is None:
+        return "?"
     text = str(path)
     root = os.path.join(rootdir, "")
     if text.startswith(root):

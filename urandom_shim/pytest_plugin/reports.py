@@ -25,22 +25,21 @@ if TYPE_CHECKING:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     run = current(item.config)
-    if run is None or call.when != "teardown" or not run.has_records():
-        outcome = yield
-        if run is not None and call.when == "call":
-            _after_call(run, item, call, outcome.get_result())
-        return
-    records = run.records()
-    records.read_new()
-    rootdir = str(item.config.rootpath)
-    for value in property_values(records.by_test.get(item.nodeid, []), os.getpid(), rootdir):
-        item.user_properties.append(("urandom", value))
-    yield
+    if run is not None and call.when == "teardown" and run.has_records():
+        # Before the teardown's report is made: it carries the test's properties to the JUnit XML.
+        records = run.records()
+        records.read_new()
+        rootdir = str(item.config.rootpath)
+        for value in property_values(records.by_test.get(item.nodeid, []), os.getpid(), rootdir):
+            item.user_properties.append(("urandom", value))
+    outcome = yield
+    if run is not None:
+        _after_phase(run, item, call, outcome.get_result())
 
 
-def _after_call(run: Run, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
-    """A failed test: the calls the policy refused in it and in its child processes, and the children that died
-    of them, are added to its report (the plugin's own failures name their call already)."""
+def _after_phase(run: Run, item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """A test that failed, in any phase: the calls the policy refused in it and in its child processes, and the
+    children that died of them, are added to its report (the plugin's own failures name their call already)."""
     if not report.failed or not run.has_records():
         return
     exc = call.excinfo.value if call.excinfo is not None else None

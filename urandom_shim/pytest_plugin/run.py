@@ -48,11 +48,11 @@ class Run:
         in the run's directory."""
         with self._lock:
             if self._records is None:
-                from .records import Records, users_events_file
+                from .records import Records, size, users_events_file
 
                 mine = users_events_file()
                 if mine is not None:
-                    self._records = Records(mine, start=_size(mine), own=False)
+                    self._records = Records(mine, start=size(mine), own=False)
                 else:
                     self._records = Records(os.path.join(self.directory(), "events.jsonl"), start=0, own=True)
             return self._records
@@ -98,13 +98,6 @@ class Run:
                 os.unlink(path)
             except OSError:
                 pass
-
-
-def _size(path: str) -> int:
-    try:
-        return os.stat(path).st_size
-    except OSError:
-        return 0
 
 
 _RUN = pytest.StashKey["Run"]()

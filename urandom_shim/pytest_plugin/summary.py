@@ -19,7 +19,7 @@ from .run import current
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Collection
 
 #: The tests named for a call site, and the call sites and test files shown, before "and N more".
 TESTS_SHOWN, SITES_SHOWN, FILES_SHOWN = 3, 10, 5
@@ -35,6 +35,8 @@ class _Collected:
         self.pids: set[int] = set()  # the processes that ran tests
         self.outcomes: dict[str, str] = {}
         self.report: dict[str, Any] | None = None
+        #: This process's own records, when it ran the tests itself (no pytest-xdist workers).
+        self.local: Records | None = None
         self.lines: list[str] = []
 
     def add(self, path: str, start: int, own: bool, pid: int) -> None:
@@ -76,6 +78,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             }  # fmt: skip
             return
         _collected(config).add(records.path, records.start, records.own, os.getpid())
+        _collected(config).local = records  # read as the run went: a file a test emptied loses nothing
     if hasattr(config, "workerinput"):
         return
     collected = config.stash.get(_COLLECTED, None)
@@ -86,7 +89,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collected.outcomes = _outcomes(config)
     try:
         collected.report = build(config, collected)
-        collected.lines = lines(config, collected.report)
+        collected.lines = lines(config, collected.report, collected.outcomes)
     except Exception as exc:  # noqa: BLE001 - a summary must never fail a run
         collected.lines = [_messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
         return
@@ -149,7 +152,9 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     skipped = 0
     for path, (start, own) in collected.files.items():
-        reader = Records(path, start, own)
+        reader = collected.local if collected.local is not None and collected.local.path == path else None
+        if reader is None:
+            reader = Records(path, start, own)
         reader.read_new()
         records.extend(reader.all)
         skipped += reader.skipped
@@ -245,15 +250,16 @@ def _more(names: list[str], shown: int) -> str:
 # -- as text ---------------------------------------------------------------------------------------------------------
 
 
-def lines(config: pytest.Config, report: dict[str, Any]) -> list[str]:
-    """The section ``urandom-shim report``. Every string from a record is shown escaped."""
+def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = ()) -> list[str]:
+    """The section ``urandom-shim report``. Every string from a record is shown escaped. ``ran``: the tests of this
+    run, the only ones it offers to exempt (a record can name any)."""
     from .._terminal import rows
     from .records import command, place, shown
 
     found = options(config)
     policy = found.policy or ""
     mode = _messages.PLUGIN_SUMMARY_REPORT_ONLY if found.report_only else ""
-    tests = [entry for entry in report["tests"] if entry["test"] is not None]
+    tests = [entry for entry in report["tests"] if entry["test"] is not None and (entry["test"] in ran or not ran)]
     out = [
         _messages.PLUGIN_SUMMARY_HEAD.format(
             policy=policy,
@@ -289,7 +295,7 @@ def lines(config: pytest.Config, report: dict[str, Any]) -> list[str]:
         if fix:
             table.append(("fix", fix))
         if outcome in ("raise", "wait"):
-            failing.extend(test for test in site["tests"] if test is not None and test not in failing)
+            failing.extend(t for t in site["tests"] if t is not None and t not in failing and (t in ran or not ran))
         out.extend(rows(table, indent="  "))
     if len(matter) > SITES_SHOWN:
         out.append("")
@@ -321,7 +327,7 @@ def _fix(outcome: str, site: dict[str, Any], rootdir: str) -> str:
     """The fix that fits a call site, under the run's policy."""
     from .records import place, shown
 
-    caller = str(site["caller"])
+    caller = str(site["caller"]) if isinstance(site["caller"], str) else "<?>"
     path = caller.rpartition(":")[0]
     line = shown(place(caller, rootdir))
     if outcome == "raise":
