@@ -95,6 +95,12 @@ def test_many(n):
     assert len(os.urandom(4)) == 4
 
 
+def test_a_key_from_a_library_outside_the_project():
+    import keys
+
+    assert len(keys.make()) == 24
+
+
 def test_zz_no_signal_handler_of_the_plugin_and_one_walk_of_the_heap():
     import conftest
 
@@ -107,18 +113,20 @@ def test_report_only_changes_nothing_a_test_sees_and_reports_per_test(
     pytester: pytest.Pytester, suite: Any, tmp_path: Path
 ) -> None:
     pytester.makepyfile(child=CHILD, conftest=COUNTING_CONFTEST, test_app=REPORT_ONLY_TESTS)
-    basetemp, scratch = tmp_path / "basetemp", tmp_path / "tmp"
+    basetemp, scratch, library = tmp_path / "basetemp", tmp_path / "tmp", tmp_path / "library"
     scratch.mkdir()
+    library.mkdir()
+    (library / "keys.py").write_text("import os\n\n\ndef make():\n    return os.urandom(24)\n")
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
     result = suite(
         "--urandom-policy=pep522", "--urandom-report-only", f"--urandom-report={report}", f"--junitxml={junit}",
-        f"--basetemp={basetemp}", env={"TMPDIR": str(scratch)},
+        f"--basetemp={basetemp}", env={"TMPDIR": str(scratch), "PYTHONPATH": str(library)},
     )  # fmt: skip
     out = result.stdout.str()
-    result.assert_outcomes(passed=23)
+    result.assert_outcomes(passed=24)
     # Nothing of ours on stderr, before or after the summary, and nothing printed after pytest's last line.
     assert "urandom-shim" not in result.stderr.str(), result.stderr.str()
-    assert re.match(r"=+ 23 passed in [\d.]+s", result.outlines[-1]), result.outlines[-3:]
+    assert re.match(r"=+ 24 passed in [\d.]+s", result.outlines[-1]), result.outlines[-3:]
     # The section speaks of tests and of what to do in a test suite, never of a [[program]] rule for pytest.
     flat = " ".join(out.split())
     section = flat.split("= urandom-shim report =")[-1]
@@ -127,8 +135,14 @@ def test_report_only_changes_nothing_a_test_sees_and_reports_per_test(
     assert "test_app.py::test_many[0], test_app.py::test_many[1], test_app.py::test_many[2] and 17 more" in flat
     assert "child processes: python child.py" in flat, out
     assert "call secrets.wait_for_system_rng() once before child.py:2" in flat, out
-    assert "under pep522, 23 tests would raise BlockingIOError" not in flat  # 22: the last test makes no call
-    assert "under pep522, 22 tests would raise BlockingIOError" in flat, out
+    assert "under pep522, 24 tests would raise BlockingIOError" not in flat  # 23: the last test makes no call
+    assert "under pep522, 23 tests would raise BlockingIOError" in flat, out
+    # A call in code outside the project: the fix is in your code, before the line that leads there.
+    assert f"os.urandom(24) at {library / 'keys.py'}:5" in flat, out
+    assert (
+        f"fix {library / 'keys.py'}:5 is not in your project's code: call secrets.wait_for_system_rng() once in "
+        "your code, before the line that leads there" in flat
+    ), out
     assert "urandom_exempt =" in section and "program" not in section.lower(), section
     # The JSON: per test, its calls in the shape of `urandom-shim report --json`, each with its process.
     found = json.loads(report.read_text())
@@ -165,7 +179,9 @@ open(sys.argv[1], "w").write("up")
 """
 
 ENFORCED_TESTS = """\
-import os, secrets, subprocess, sys, time
+import os, subprocess, sys, time
+
+import tokens  # a library outside the project: on PYTHONPATH, as an installed package is
 
 
 def test_waits_forever_for_a_server_that_died(tmp_path):
@@ -180,7 +196,7 @@ def test_checks_its_child_which_died_of_the_policy():
 
 
 def make_token():
-    return secrets.token_hex(8)
+    return tokens.token()
 
 
 def test_a_wait_nothing_will_end():
@@ -204,10 +220,18 @@ def test_exempt_on_the_command_line():
 """
 
 
-def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(pytester: pytest.Pytester, suite: Any) -> None:
+def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(
+    pytester: pytest.Pytester, suite: Any, tmp_path: Path
+) -> None:
     pytester.makepyfile(server=SERVER, test_enforced=ENFORCED_TESTS)
     pytester.makeini("[pytest]\nurandom_exempt = test_enforced.py::test_exempt_in_the_ini_file\n")
-    result = suite("--urandom-policy=pep522", "--urandom-exempt=test_enforced.py::test_exempt_on_the_command_line")
+    library = tmp_path / "library"
+    library.mkdir()
+    (library / "tokens.py").write_text("import secrets\n\n\ndef token():\n    return secrets.token_hex(8)\n")
+    result = suite(
+        "--urandom-policy=pep522", "--urandom-exempt=test_enforced.py::test_exempt_on_the_command_line",
+        env={"PYTHONPATH": str(library)},
+    )  # fmt: skip
     outcomes = result.parseoutcomes()
     assert (outcomes.get("failed"), outcomes.get("passed")) == (4, 2), result.stdout.str()[-5000:]
     assert result.duration < 60, result.duration  # no wait was sat out, and no poll went on
@@ -224,13 +248,18 @@ def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(pytester: p
     assert re.search(r"time\.sleep\(0\.05\) E +Failed: urandom-shim: the test's child process", flat), flat[-6000:]
     # The wait that nothing would end: the call, its line, the line in the test that led there, and the traceback.
     assert (
-        "urandom-shim: secrets.token_hex(), called from test_enforced.py:16, would wait forever for the simulated "
-        "kernel CRNG: nothing in this test will ever make it ready (under urandom-shim policy 'pep522' (from "
-        "--urandom-policy))." in flat
+        f"urandom-shim: secrets.token_hex(), called from {library / 'tokens.py'}:5 (reached from test_enforced.py:18, "
+        "in your code), would wait forever for the simulated kernel CRNG: nothing in this test will ever make it "
+        "ready (under urandom-shim policy 'pep522' (from --urandom-policy))." in flat
     ), flat[-6000:]
     assert "Traceback to the call (most recent call last):" in flat
-    assert 'File "test_enforced.py", line 20, in test_a_wait_nothing_will_end make_token()' in flat, flat[-6000:]
+    assert 'File "test_enforced.py", line 22, in test_a_wait_nothing_will_end make_token()' in flat, flat[-6000:]
+    assert f'File "{library / "tokens.py"}", line 5, in token return secrets.token_hex(8)' in flat, flat[-6000:]
     assert "or mark it with a policy under which this call does not wait (legacy)" in flat  # not "pep522 or legacy"
+    # The report at the end has the wait nothing would end: the call, and the fix for a line outside the project.
+    section = flat.split("= urandom-shim report =")[-1]
+    assert f"secrets.token_hex() at {library / 'tokens.py'}:5" in section and "--journal-dir" not in section, section
+    assert "at boot this waits for the CRNG" in section, section
     # A test that checked its child fails by itself, and its report names the call that killed the child.
     assert re.search(
         r"the policy raised BlockingIOError in this test: os\.urandom\(32\), called from server\.py:2, in a child "
@@ -239,7 +268,7 @@ def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(pytester: p
     ), flat[-6000:]
     # A failure of the test's own: the call the policy refused is named in a section of its report.
     assert (
-        "the policy raised BlockingIOError in this test: os.urandom(8), called from test_enforced.py:25, in the "
+        "the policy raised BlockingIOError in this test: os.urandom(8), called from test_enforced.py:27, in the "
         "test's own process" in flat
     ), flat[-6000:]
 

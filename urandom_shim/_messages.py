@@ -272,8 +272,8 @@ PLUGIN_FIX_RAISE = (
     "under every policy, and returns at once when it is ready"
 )
 PLUGIN_FIX_RAISE_INSTALLED = (
-    "{line} is in an installed package: call secrets.wait_for_system_rng() once in your code, before the line that "
-    "leads there (the tests above show where), where waiting is acceptable"
+    "{line} is not in your project's code: call secrets.wait_for_system_rng() once in your code, before the line "
+    "that leads there (the tests above show where), where waiting is acceptable"
 )
 PLUGIN_FIX_RAISE_NO_FILE = (
     "call secrets.wait_for_system_rng() once before the call, where waiting is acceptable: it waits for the CRNG "
