@@ -74,6 +74,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--timeout", type=float, default=1800, help="seconds one run may last (default 1800)")
     parser.add_argument("pytest_args", nargs="*", help="more arguments for pytest, after --")
     args = parser.parse_args(argv)
+    python = os.path.abspath(args.python)  # the runs start in the suite's directory
     ways = [
         ("without the plugin", ["-p", "no:urandom_shim"]),
         ("report mode", [f"--urandom-policy={args.policy}", "--urandom-report-only"]),
@@ -84,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     outcomes: dict[str, set[str]] = {name: set() for name, _ in ways}
     for round_ in range(args.runs):
         for name, extra in ways:
-            seconds, cpu, counts = run(args.python, args.suite, [*extra, *args.pytest_args], args.timeout)
+            seconds, cpu, counts = run(python, args.suite, [*extra, *args.pytest_args], args.timeout)
             times[name].append(seconds)
             cpus[name].append(cpu)
             outcomes[name].add(counts)

@@ -162,14 +162,14 @@ class Watch:
                 self._active.phase_open = False
                 self._active = None
 
-    def findings(self, nodeid: str, keep: bool = True) -> list[Finding]:
+    def findings(self, nodeid: str) -> list[Finding]:
         """The findings of ``nodeid`` so far, after a last look (a child may have died a moment ago)."""
         self.check()
         with self._lock:
             active = self._active
             if active is not None and active.nodeid == nodeid:
                 return list(active.findings)
-            return list(self._findings.get(nodeid, ()) if keep else self._findings.pop(nodeid, ()))
+            return list(self._findings.get(nodeid, ()))
 
     def fail_later(self, message: str) -> None:
         """Fail the running test with ``message`` unless it ends within its grace (a thread of it failed so)."""
