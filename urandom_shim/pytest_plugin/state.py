@@ -340,10 +340,13 @@ def _snapshot() -> list[tuple[object, dict[str, object]]]:
 
 
 def _restore(saved: list[tuple[object, dict[str, object]]]) -> None:
-    """Put back every function attribute a test or a policy replaced in the patched modules."""
+    """Put back every function attribute a test or a policy replaced in the patched modules. Only the names whose
+    value is not the one saved are looked at again: the rest (nearly all) are compared by identity alone."""
     for owner, namespace in saved:
-        for name, value in namespace.items():
-            if callable(value) and getattr(owner, name, None) is not value:
+        current = vars(owner)
+        for name in [name for name, value in namespace.items() if current.get(name) is not value]:
+            value = namespace[name]
+            if callable(value):
                 setattr(owner, name, value)
 
 
