@@ -577,7 +577,7 @@ def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(
 MACHINE_FIELDS = ["machine_id", "boot_id", "hostname", "image", "kernel", "first_boot"]
 #: Every field of a call record, in the order the shim writes them: ``v`` first, the machine's after the program's.
 RECORD_KEYS = ["v", "event", "boot_time", "pid", "argv", "program", "unit", *MACHINE_FIELDS, "call", "site", "caller",
-               "policy", "policy_source", "mode", "action", "would", "waited", "simulated"]  # fmt: skip
+               "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "test"]  # fmt: skip
 
 
 def os_release_image(text: str) -> str | None:
