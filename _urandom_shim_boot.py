@@ -77,6 +77,11 @@ def boot(how: str = "start") -> None:
         import urandom_shim
 
         urandom_shim._load()
+        if type(argv) is list and argv[:2] == ["-c", _QUESTION]:
+            # `urandom-shim run` asks what its program will resolve (urandom_shim.cli.target): answer and end here.
+            from urandom_shim import _hashseed
+
+            _hashseed.answer(argv[2:], cwd, how)
         from urandom_shim import _activation
 
         _activation.boot(how)
@@ -105,6 +110,7 @@ _OURS = (
     b"URANDOM_SHIM_HASHSEED",
     b"URANDOM_SHIM_INTERPRETERS",
 )
+_QUESTION = "urandom-shim-question"  # urandom_shim._hashseed.QUESTION
 
 
 def _variable(name: bytes) -> "str | None":

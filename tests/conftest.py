@@ -422,17 +422,28 @@ EVENT_LINE = re.compile(
 )
 
 
+#: The end of an event line that says what each policy would do (``_messages.EVENT_UNDER``), which
+#: :func:`under_in` reads and :func:`events_in` leaves out.
+UNDER_TAIL = re.compile(r"; under each policy: (?P<outcomes>.*)\.$")
+
+
 def events_in(stderr: str) -> list[str]:
     """The event lines of ``stderr``, shortened to what a test can compare: the call, the caller's file name (not
-    its directory) and line, and what happened, without the time."""
+    its directory) and line, and what happened, without the time, and without what each policy would do (see
+    :func:`under_in`)."""
     found = []
     for text in stderr.splitlines():
         if EVENT_LINE.match(text):
             head, _, tail = text.partition(" before the kernel CRNG was ready")
             call, _, caller = head[len("urandom-shim: ") :].rpartition(" called from ")
-            done = tail.split(" s after boot: ", 1)[1]
+            done = UNDER_TAIL.sub(".", tail.split(" s after boot: ", 1)[1])
             found.append(f"{call} @ {os.path.basename(caller)}: {done}")
     return found
+
+
+def under_in(stderr: str) -> list[str]:
+    """What each event line of ``stderr`` says every policy would do: ``native waits, pep524 waits, ...``."""
+    return [m["outcomes"] for m in map(UNDER_TAIL.search, stderr.splitlines()) if m is not None]
 
 
 def without_events(stderr: str) -> str:

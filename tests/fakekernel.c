@@ -20,6 +20,10 @@
  *                             every interpreter's own start does for its hash secret, unless PYTHONHASHSEED is set.
  *                             An open with O_NONBLOCK never waits.
  *
+ *   FAKE_KERNEL_RELEASE=R     uname() says the kernel's release is R (say 5.10.0-28-amd64): what the shim reads to
+ *                             know whether /dev/urandom waits (5.18+) and whether /dev/random answers (5.6+). With
+ *                             FAKE_KERNEL_URANDOM_WAITS unset, /dev/urandom behaves as such a kernel's would.
+ *
  * /dev/random, as on Linux 5.6+, where it blocks only until the CRNG is initialised: while PATH exists, poll() never
  * reports it readable (it waits out its timeout), and a read of it blocks until PATH is deleted (EAGAIN if the file
  * is non-blocking). PyPy, which has no os.getrandom, asks the kernel this way.
@@ -37,6 +41,7 @@
 #include <sys/sysmacros.h>
 #include <sys/syscall.h>
 #include <sys/types.h>
+#include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -228,4 +233,18 @@ ssize_t read(int fd, void *buf, size_t size) {
         }
     }
     return real(fd, buf, size);
+}
+
+typedef int (*uname_fn)(struct utsname *);
+
+int uname(struct utsname *name) {
+    static uname_fn real = NULL;
+    if (real == NULL) real = (uname_fn)dlsym(RTLD_NEXT, "uname");
+    int result = real(name);
+    const char *release = getenv("FAKE_KERNEL_RELEASE");
+    if (result == 0 && release != NULL && *release != '\0') {
+        strncpy(name->release, release, sizeof name->release - 1);
+        name->release[sizeof name->release - 1] = '\0';
+    }
+    return result;
 }

@@ -56,7 +56,7 @@ def selection(spec: str, posargs: list[str], base: str | None = None) -> list[st
 #: sid's pypy3 (matrix(sid-pypy3), PyPy 8 on Python 3.11) runs the same selection. About 1.5 minutes each on 2 cores.
 PYPY_TESTS = (
     "tests/test_pypy.py", "tests/test_kernel_path.py", "tests/test_waits.py", "tests/test_activation.py",
-    "tests/test_properties.py",
+    "tests/test_properties.py", "tests/test_report_prediction.py",
 )  # fmt: skip
 PYPY_SELECTION = "venv and not slow and not kernel and not boot"
 

@@ -25,6 +25,7 @@ import pytest
 
 import debian
 from urandom_shim.report import gather, journal, shim_lines, verdict
+from urandom_shim.report.sources import said
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = Path(__file__).resolve().parent / "data"
@@ -47,11 +48,18 @@ def collector() -> None:
 
 
 def read_dirs(*dirs: Path, timeout: float = 120) -> dict[str, Any]:
-    """read_journal_dirs(dirs) in an interpreter of its own, so that a hang fails the test instead of hanging it."""
+    """read_journal_dirs(dirs) in an interpreter of its own, so that a hang fails the test instead of hanging it:
+    ``{"sources": [...], "boots": [...]}``, each source's problems as the lines the report prints (``PATH: ...``),
+    and their kinds as ``kinds``."""
     code = (
         "import json, sys\n"
         "from urandom_shim.report.journal_dir import read_journal_dirs\n"
-        "json.dump(read_journal_dirs(sys.argv[1:]), sys.stdout)\n"
+        "from urandom_shim.report.sources import said\n"
+        "found = read_journal_dirs(sys.argv[1:])._asdict()\n"
+        "for source in found['sources']:\n"
+        "    source['kinds'] = [problem['kind'] for problem in source['problems']]\n"
+        "    source['problems'] = [said(problem) for problem in source['problems']]\n"
+        "json.dump(found, sys.stdout)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, *map(str, dirs)],
@@ -101,10 +109,11 @@ def test_each_machine_written_by_journal_remote_is_one_boot_with_its_own_ids_eve
 ) -> None:
     directory, machines = fleet_dir
     result = read_dirs(directory)
-    assert result["sources"] == [
-        {"path": str(directory), "files": 4, "entries": result["sources"][0]["entries"], "problems": [], "read": True,
-         "absent": False}
-    ]  # fmt: skip
+    (source,) = result["sources"]
+    assert {name: source[name] for name in ("path", "files", "problems", "read", "absent", "unread")} == {
+        "path": str(directory), "files": 4, "problems": [], "read": True, "absent": False, "unread": 0
+    }  # fmt: skip
+    assert source["records"] == sum(len(boot["events"]) for boot in result["boots"]) > 0
     boots = {boot["machine_id"]: boot for boot in result["boots"]}
     assert set(boots) == {machine["machine_id"] for machine in machines}
     for machine in machines:
@@ -129,7 +138,7 @@ def test_each_machine_written_by_journal_remote_is_one_boot_with_its_own_ids_eve
             assert boot["crng_init_done"] == pytest.approx(17.400312)
             assert [stall["unit"] for stall in boot["stalls"]] == ["cloud-init-local.service"]
             assert {event["unit"] for event in boot["events"]} == {"early-setup.service"}
-        assert boot["rejected"] == []
+        assert boot["rejected"] == boot["unread"] == {"count": 0, "lines": []}
 
 
 @pytest.mark.parametrize("source", [DEBIAN11, DEBIAN12], ids=["debian11", "debian12-slice"])
@@ -155,9 +164,12 @@ def test_a_boot_read_from_its_journal_file_says_what_the_report_of_its_saved_jso
     assert boot["crng_init_done"] == report["crng_init_done"]
     assert boot["stalls"] == report["stalls"]
     # Each program's calls as the report groups them (the counts over machines and boots are the fleet layer's).
-    assert verdict.group(boot["events"], boot["crng_init_done"]) == without(FLEET_COUNTS, report["programs"])
+    grouped = verdict.group(boot["events"], boot["crng_init_done"])
+    assert without(FLEET_COUNTS, grouped) == without(FLEET_COUNTS, report["programs"])
     entries, _skipped = journal.read_export(str(same))
-    assert (boot["events"], boot["rejected"]) == shim_lines.journal_events(entries)
+    lines = shim_lines.journal_events(entries)
+    assert boot["events"] == lines.events and lines.unread == []
+    assert boot["rejected"] == {"count": len(lines.rejected), "lines": lines.rejected}
 
 
 def test_corrupt_truncated_and_odd_files_are_each_one_problem_and_the_good_file_beside_them_is_read(
@@ -276,13 +288,16 @@ def test_boots_of_a_machine_in_rotated_files_are_one_boot_and_other_boots_of_it_
         assert len(boot["events"]) == 2
 
 
-def test_a_directory_that_does_not_exist_or_holds_no_journal_is_absent(tmp_path: Path) -> None:
+def test_a_directory_that_holds_no_journal_is_absent_and_one_that_does_not_exist_is_not(tmp_path: Path) -> None:
+    """An empty collector is a fleet that sent nothing (--allow-empty accepts it); a directory that does not exist is
+    a mistyped path, which nothing excuses."""
     (tmp_path / "empty").mkdir()
     result = read_dirs(tmp_path / "missing", tmp_path / "empty")
     assert [(source["read"], source["absent"], source["files"]) for source in result["sources"]] == [
-        (False, True, 0),
+        (False, False, 0),
         (False, True, 0),
     ]
+    assert [source["kinds"] for source in result["sources"]] == [["no-such-path"], ["no-journal-files"]]
     assert result["sources"][0]["problems"] == [f"{tmp_path / 'missing'}: no such directory."]
     assert result["sources"][1]["problems"] == [
         f"{tmp_path / 'empty'}: holds no journal files (*.journal, *.journal~)."
@@ -329,9 +344,9 @@ def test_a_file_of_more_boots_than_are_asked_about_keeps_their_findings_and_says
     for _ in range(3):
         journal_remote.remote_write(journal_remote.export_of(saved, machine, journal_remote.new_id(), "busy"), out)
     result = journal_dir.read_journal_dirs([str(out.parent)])
-    assert [len(boot["events"]) for boot in result["boots"]] == [2, 2, 2]  # every boot's findings count
-    assert [len(boot["stalls"]) for boot in result["boots"]] == [1, 1, 0]
-    assert result["sources"][0]["problems"] == [
+    assert [len(boot["events"]) for boot in result.boots] == [2, 2, 2]  # every boot's findings count
+    assert [len(boot["stalls"]) for boot in result.boots] == [1, 1, 0]
+    assert [said(problem) for problem in result.sources[0]["problems"]] == [
         f"{out}: its files hold 3 boots; the stalls of 1 of them were not looked for (at most one journalctl per "
         "boot of a machine for its stalls)."
     ]

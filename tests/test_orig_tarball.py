@@ -178,15 +178,19 @@ def test_outside_a_checkout_it_says_where_to_run_it(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT, signal.SIGTERM])
+@pytest.mark.parametrize(
+    "signum",
+    [signal.SIGHUP, signal.SIGINT, signal.SIGTERM, signal.SIGQUIT, signal.SIGUSR1, signal.SIGALRM, signal.SIGPIPE],
+    ids=lambda signum: signum.name,
+)
 def test_a_signal_leaves_no_work_directory_and_no_orig(tmp_path: Path, signum: signal.Signals) -> None:
     top = checkout(tmp_path, "0.1.0-1")
     env = env_for(tmp_path, sdist(tmp_path, "0.1.0"), BUILD_SLEEP="30", BUILD_TEMP="1")
     out = tmp_path / "out"
     # Its own process group, signalled whole, as a terminal's ^C or a service manager's stop does: a shell runs its
-    # trap only once the command it waits for has ended. With the three signals at their defaults: a shell can't trap
-    # a signal ignored when it started, and a test runner under nohup (as CI may be) ignores HUP.
-    command = ["env", "--default-signal=HUP,INT,TERM", "sh", "debian/orig-tarball", str(out)]
+    # trap only once the command it waits for has ended. With every signal at its default: a shell can't trap a
+    # signal ignored when it started, and a test runner under nohup (as CI may be) ignores HUP.
+    command = ["env", "--default-signal", "sh", "debian/orig-tarball", str(out)]
     script = subprocess.Popen(command, cwd=top, env=env, start_new_session=True)
     try:
         deadline = time.monotonic() + 30
@@ -289,3 +293,85 @@ def test_a_dir_in_a_sticky_directory_that_another_user_made_first_is_refused(tmp
     assert done.returncode == 1
     assert "another user's" in done.stderr
     assert list(out.iterdir()) == []
+
+
+def test_a_reader_that_left_leaves_no_work_directory(tmp_path: Path) -> None:
+    """`debian/orig-tarball DIR | head -0`: the last line's write meets a closed pipe, and SIGPIPE ended the shell
+    without its EXIT trap, leaving the work directory in TMPDIR."""
+    top = checkout(tmp_path, "0.1.0-1")
+    command = ["env", "--default-signal", "sh", "debian/orig-tarball", str(tmp_path / "out")]
+    script = subprocess.Popen(command, cwd=top, env=env_for(tmp_path, sdist(tmp_path, "0.1.0")),
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE)  # fmt: skip
+    assert script.stdout is not None and script.stderr is not None
+    script.stdout.close()  # the reader leaves before the script writes its line
+    script.stderr.read()
+    assert script.wait(timeout=60) != 0
+    assert not list((tmp_path / "tmp").iterdir()), "the work directory was left behind"
+
+
+def _refused(tmp_path: Path, out: Path, says: str) -> None:
+    top = checkout(tmp_path, "0.1.0-1")
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(out))
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert done.stderr.startswith(f"debian/orig-tarball: {out} is ") and says in done.stderr, done.stderr
+    assert done.stderr.endswith("; give a directory of your own\n"), done.stderr
+    assert not [p for p in out.iterdir() if p.name.endswith(".tar.gz")]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a directory of another user's (nobody's)")
+def test_a_dir_anywhere_below_a_directory_another_user_owns_is_refused(tmp_path: Path) -> None:
+    """`/srv/debs/mine/out`, where `/srv/debs` is another user's: they may move `mine` away and put a directory of
+    theirs, with their own orig tarball, in its place. Only DIR's parent was checked, and only in a sticky
+    directory."""
+    theirs = tmp_path / "debs"
+    theirs.mkdir()
+    out = theirs / "mine" / "out"
+    out.mkdir(parents=True)  # root's, inside theirs
+    os.chown(theirs, 65534, 65534)
+    _refused(tmp_path, out, f"below {theirs}, another user's (uid 65534)")
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o773])
+def test_a_dir_below_a_directory_others_may_write_to_is_refused(tmp_path: Path, mode: int) -> None:
+    """A directory anyone may write to, without the sticky bit: anyone may rename what is in it."""
+    open_ = tmp_path / "open"
+    out = open_ / "out"
+    out.mkdir(parents=True)
+    open_.chmod(mode)
+    _refused(tmp_path, out, f"below {open_}, which other users may write to")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a group directory of another user's group (nogroup)")
+def test_a_dir_below_a_directory_of_a_group_others_are_in_is_refused(tmp_path: Path) -> None:
+    grouped = tmp_path / "grouped"
+    out = grouped / "out"
+    out.mkdir(parents=True)
+    os.chown(grouped, 0, 65534)
+    grouped.chmod(0o775)
+    _refused(tmp_path, out, f"below {grouped}, which other users may write to")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="makes a symlink of another user's (nobody's)")
+def test_a_dir_reached_through_another_users_symlink_in_a_shared_directory_is_refused(tmp_path: Path) -> None:
+    """`/tmp/link/out` where `/tmp/link` is another user's symlink to a directory of ours: they may point it
+    elsewhere at any time."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    mine = tmp_path / "mine"
+    (mine / "out").mkdir(parents=True)
+    link = shared / "link"
+    link.symlink_to(mine)
+    os.lchown(link, 65534, 65534)
+    _refused(tmp_path, link / "out", f"another user's: {link}, in {shared} where anyone may write, is theirs")
+
+
+def test_a_dir_of_its_own_in_a_sticky_directory_is_fine(tmp_path: Path) -> None:
+    top = checkout(tmp_path, "0.1.0-1")
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    out = shared / "mine" / "out"
+    done = run(top, env_for(tmp_path, sdist(tmp_path, "0.1.0")), str(out))
+    assert done.returncode == 0, done.stderr
+    assert (out / "urandom-shim_0.1.0.orig.tar.gz").is_file()

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 import pytest
-from conftest import FakeKernel, Venv, clean_env, spawn
+from conftest import WAIT_THEN_URANDOM, FakeKernel, Venv, clean_env, spawn
 
 
 @pytest.fixture
@@ -243,3 +243,31 @@ def test_a_file_mounted_over_dev_random_is_not_asked(shim: Venv, tmp_path: Path)
     )  # fmt: skip
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout)["kernel"]["crng"] == "unknown", result.stdout
+
+
+def test_a_floor_makes_native_wait_on_pypy_and_check_says_why(
+    shim: Venv, python: Path, unready: tuple[dict[str, str], Path], tmp_path: Path
+) -> None:
+    """PyPy's own os.urandom() reads /dev/urandom, which returns bytes the CRNG has not seeded without waiting (before
+    Linux 5.18): a floor forbids that, so it lifts native to pep524 there. CPython's own os.urandom() waits, and
+    native stays native."""
+    env, trigger = unready
+    floor = tmp_path / "machine.toml"
+    floor.write_text("allow_weak = false\n")
+    env = {**env, "URANDOM_SHIM_MACHINE_CONFIG": str(floor), "FAKE_KERNEL_RELEASE": "5.10.0-28-amd64"}
+    pypy = "pypy" in python.name or "pypy" in str(python)
+    check = subprocess.run([cli(shim), "check"], capture_output=True, text=True, env=clean_env(env), timeout=60)
+    assert check.returncode == 0, check.stdout + check.stderr
+    policy = next(line for line in check.stdout.splitlines() if line.startswith("  policy "))
+    if pypy:
+        assert "pep524" in policy and "instead of 'native' from default: PyPy's own os.urandom()" in policy, policy
+    else:
+        assert policy.split()[1] == "native", policy
+    process = spawn(shim, WAIT_THEN_URANDOM, env)
+    assert process.stdout is not None
+    assert process.stdout.readline().strip() == "waiting"
+    time.sleep(1.0)
+    assert process.poll() is None, process.communicate()  # still waiting: no weak bytes
+    trigger.unlink()
+    out, err = process.communicate(timeout=30)
+    assert process.returncode == 0 and out.strip() == "returned", err

@@ -26,7 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from urandom_shim import _config, _events, _messages, _policies
-from urandom_shim.report import journal, kernel_log, shim_lines, stalls
+from urandom_shim.report import journal, journal_boot, kernel_log, shim_lines, stalls
+from urandom_shim.report.sources import Kind, said
 
 SAMPLE = Path(__file__).resolve().parent / "data" / "journal-debian12-cloud-init.jsonl"
 SAMPLE_BOOT = "5f0c6a1e9b3d4e7a8c2f1d0b6e4a9c37"
@@ -51,6 +52,8 @@ EARLY_CALL: dict[str, Any] = {
     "would": "raise",
     "waited": 1.05,
     "simulated": None,
+    "under": {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"},
+    "timeout": None,
 }
 EARLY_REPEAT: dict[str, Any] = {**EARLY_CALL, "event": "repeat", "boot_time": 17.53, "count": 3}
 
@@ -94,6 +97,8 @@ def an_event(**fields: Any) -> dict[str, Any]:
         "policy": "pep524",
         "policy_source": "/etc/urandom-shim.toml [[program]] match = 'cloud-*'",
         "would": "wait",
+        "under": {"native": "wait", "pep524": "wait-then-raise", "pep522": "raise", "legacy": "wait-then-weak"},
+        "timeout": 2.5,
     }
     event.update(fields)
     return event
@@ -119,6 +124,9 @@ def parsed_fields(event: dict[str, Any]) -> dict[str, Any]:
         "policy": event["policy"],
         "policy_source": event["policy_source"],
         "would": event["would"] if event["mode"] == "report" else shim_lines.WOULD_OF_ACTION[event["action"]],
+        "under": event["under"],
+        # The line names a timeout only where a policy's wait ends in it.
+        "timeout": event["timeout"] if any(o.startswith("wait-then") for o in event["under"].values()) else None,
     }
 
 
@@ -284,8 +292,12 @@ def test_the_parser_follows_the_templates_wording(monkeypatch: pytest.MonkeyPatc
     before = _events.describe(an_event())
     monkeypatch.setattr(_messages, "EVENT_WHERE", "{call} by {caller}, the CRNG unready{simulated}, at {boot_time:.2f}")
     monkeypatch.setattr(_messages, "EVENT_SIMULATED", " [simulated]")
-    monkeypatch.setattr(_messages, "EVENT_ENFORCED", "{where} -> {done} ({policy} from {source})")
-    monkeypatch.setattr(_messages, "EVENT_REPORT_ONLY", "report: {where} -> {done}; {policy} ({source}) would {would}")
+    monkeypatch.setattr(_messages, "EVENT_ENFORCED", "{where} -> {done} ({policy} from {source}) {under}")
+    monkeypatch.setattr(
+        _messages, "EVENT_REPORT_ONLY", "report: {where} -> {done}; {policy} ({source}) would {would} {under}"
+    )
+    monkeypatch.setattr(_messages, "EVENT_UNDER", "[{outcomes}]")
+    monkeypatch.setitem(_messages.OUTCOME_PHRASES, "wait-then-raise", "raises at {timeout:g} s")
     monkeypatch.setattr(_messages, "EVENT_REPEAT", "{where} x{count}")
     monkeypatch.setitem(_events.DONE, _events.WAITED, "waited for {waited:.2f} seconds")
     monkeypatch.setitem(_events.WOULD, "raise", "raised an error")
@@ -330,81 +342,121 @@ def test_at_prefers_the_kernels_own_timestamp() -> None:
     assert missing != missing  # NaN
 
 
-# -- read_journal ------------------------------------------------------------------------------------------------------
+# -- one machine's journal: saved, and this boot's -------------------------------------------------------------------
 
 
-def test_read_journal_reads_a_saved_export() -> None:
-    entries, problem = journal.read_journal(str(SAMPLE))
-    assert problem is None
-    assert len(entries) == SAMPLE_ENTRIES and entries == sample()
-    assert {entry["_BOOT_ID"] for entry in entries} == {SAMPLE_BOOT}
+def sample_facts(found: journal_boot.Found) -> dict[str, Any]:
+    """What the report takes from the sample's boot, as read."""
+    (boot,) = found.boots
+    return {
+        "boot_id": boot["boot_id"],
+        "crng": boot["crng_init_done"],
+        "kernel": boot["kernel"],
+        "events": [(event["unit"], event["call"], event["event"]) for event in boot["events"]],
+        "stalls": [stall["unit"] for stall in boot["stalls"]],
+    }
 
 
-def test_read_journal_skips_and_counts_lines_that_are_not_entries(tmp_path: Path) -> None:
+SAMPLE_FACTS = {
+    "boot_id": SAMPLE_BOOT,
+    "crng": 17.400312,
+    "kernel": "6.12.12+bpo-cloud-amd64",
+    "events": [("early-setup.service", "os.urandom(16)", "call"), ("early-setup.service", "os.urandom(16)", "repeat")],
+    "stalls": ["cloud-init-local.service"],
+}
+
+
+def test_a_saved_export_is_read_into_its_boots_facts() -> None:
+    found = journal_boot.read_saved(str(SAMPLE))
+    assert found.source["problems"] == [] and found.source["read"] is True
+    assert sample_facts(found) == SAMPLE_FACTS
+    assert found.source["records"] == 2 and 0 < found.source["entries"] < SAMPLE_ENTRIES  # the selected ones
+    assert journal.read_export(str(SAMPLE)) == (sample(), 0)
+
+
+def test_a_saved_exports_lines_that_are_not_entries_are_skipped_and_counted(tmp_path: Path) -> None:
     path = tmp_path / "journal.jsonl"
     text = SAMPLE.read_bytes()
     lines = text.splitlines(keepends=True)
     path.write_bytes(
         lines[0] + b"garbage\n" + b"[1, 2]\n" + b"\n" + b"\xff\xfe{}\n" + b"".join(lines[1:]) + lines[-1][:40]
     )
-    entries, problem = journal.read_journal(str(path))
-    assert problem is None and entries == sample()
+    found = journal_boot.read_saved(str(path))
+    assert found.source["problems"] == [] and sample_facts(found) == SAMPLE_FACTS
     assert journal.read_export(str(path)) == (sample(), 4)  # the blank line does not count
 
 
-def test_read_journal_says_what_is_wrong_with_a_file_and_never_raises(tmp_path: Path) -> None:
+def test_a_saved_export_that_cant_be_read_says_why_as_a_kind_and_never_raises(tmp_path: Path) -> None:
+    def problem(path: Path) -> tuple[Kind, str]:
+        found = journal_boot.read_saved(str(path))
+        assert found.boots == [] and found.source["read"] is False
+        (only,) = found.source["problems"]
+        return only["kind"], said(only)
+
     missing = tmp_path / "nothing.jsonl"
-    entries, problem = journal.read_journal(str(missing))
-    assert entries == [] and problem == f"{missing}: can't be read (No such file or directory)."
-    assert journal.read_journal(str(tmp_path)) == (
-        [],
-        f"{tmp_path}: can't be read (not a regular file (a directory)).",
-    )
+    # A path given that does not exist is a typo, never "nothing there": --allow-empty does not excuse it.
+    assert problem(missing) == (Kind.NO_SUCH_PATH, f"{missing}: can't be read (No such file or directory).")
+    assert problem(tmp_path) == (Kind.NOT_REGULAR, f"{tmp_path}: can't be read (not a regular file (a directory)).")
     empty = tmp_path / "empty.jsonl"
     empty.write_text("\n")
-    assert journal.read_journal(str(empty)) == ([], f"{empty}: holds no journal entries.")
+    assert problem(empty) == (Kind.EMPTY, f"{empty}: holds no journal entries.")
     text = tmp_path / "notes.txt"
     text.write_text(
         "Dec 04 10:00:17 debian kernel: random: crng init done\nDec 04 10:00:19 debian cloud-init[409]: x\n"
     )
-    entries, problem = journal.read_journal(str(text))
-    assert entries == [] and problem is not None
-    assert problem == journal.JOURNAL_FILE_NOT_JSON.format(path=text, lines=2)
-    assert "journalctl -o json" in problem
+    kind, words = problem(text)
+    assert kind == Kind.NOTHING_READABLE and words == f"{text}: " + _messages.REPORT_JOURNAL_FILE_NOT_JSON.format(
+        lines=2
+    )
+    assert "journalctl -o json" in words
 
 
-def test_a_file_of_several_boots_gives_the_last_one(tmp_path: Path) -> None:
+def test_a_saved_export_of_several_boots_gives_the_last_one(tmp_path: Path) -> None:
     earlier = [{**entry, "_BOOT_ID": "0" * 32} for entry in sample()]
     path = tmp_path / "all.jsonl"
     path.write_text("".join(json.dumps(entry) + "\n" for entry in [*earlier, *sample()]))
-    entries, problem = journal.read_journal(str(path))
-    assert problem is None and entries == sample()
+    found = journal_boot.read_saved(str(path))
+    assert found.source["problems"] == [] and sample_facts(found) == SAMPLE_FACTS
 
 
 def fake_journalctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
-    """``journalctl`` on an otherwise empty PATH: a shell script that records its arguments, then runs ``script``."""
+    """``journalctl`` on an otherwise empty PATH: a shell script that records its arguments (each run's, then a line
+    ``--``), then runs ``script``."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     tool = bin_dir / "journalctl"
-    tool.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {tmp_path}/args\n{script}\n')
+    tool.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" -- >> {tmp_path}/args\n{script}\n')
     tool.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
     return tmp_path / "args"
 
 
-def test_read_journal_runs_journalctl_for_this_boot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def runs(args: Path) -> list[list[str]]:
+    """The arguments of each journalctl the fake recorded."""
+    return [run.strip("\n").split("\n") for run in args.read_text().split("\n--\n") if run.strip()]
+
+
+def test_this_boots_journal_is_read_by_a_selecting_journalctl_and_the_stalls_by_a_second(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     args = fake_journalctl(tmp_path, monkeypatch, f"exec /bin/cat {SAMPLE}")
-    entries, problem = journal.read_journal()
-    assert problem is None and entries == sample()
-    assert args.read_text().split() == ["-b", "-o", "json", "--no-pager"]
+    found = journal_boot.read_this_boot()
+    assert found.source["problems"] == [] and sample_facts(found) == SAMPLE_FACTS
+    select, own = runs(args)
+    assert select == ["-b", *journal.selecting()], "only the lines that matter, cut to the fields the report reads"
+    assert "--grep" in select and "--output-fields=" + ",".join(journal.FIELDS) in select
+    # The stalls: the units started before crng init done, by name.
+    assert own[:2] == ["-b", "-o"] and "_SYSTEMD_UNIT=cloud-init-local.service" in own and "--grep" not in own
 
 
-def test_read_journal_without_journalctl_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_this_boots_journal_without_journalctl_is_absent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "empty").mkdir()
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    entries, problem = journal.read_journal()
-    assert entries == [] and problem == journal.JOURNALCTL_MISSING
-    assert problem.endswith(".") and "journalctl" in problem
+    found = journal_boot.read_this_boot()
+    (problem,) = found.source["problems"]
+    assert found.boots == [] and found.source["read"] is False and found.source["absent"] is True
+    assert problem["kind"] == Kind.NO_JOURNALCTL and problem["problem"] == _messages.REPORT_JOURNALCTL_MISSING
+    assert problem["problem"].endswith(".") and "journalctl" in problem["problem"]
 
 
 HINT = (
@@ -415,49 +467,60 @@ HINT = (
 
 
 @pytest.mark.parametrize(
-    ("script", "found", "expected"),
+    ("script", "found", "kind"),
     [
         # Not root, not in the groups: only the user's own entries, and a hint.
-        (f"/bin/cat >&2 <<'EOF'\n{HINT}\nEOF\necho '{{\"MESSAGE\":\"mine\"}}'", 1, journal.JOURNAL_PERMISSION_DENIED),
-        ("echo 'No journal files were opened due to insufficient permissions.' >&2", 0, None),
-        ("echo 'Data from the specified boot (+0) is not available: No such boot ID in journal' >&2\nexit 1", 0, None),
-        ("exit 0", 0, None),  # no journal at all (a container): nothing, and nothing said
-        ("echo 'Failed to iterate through journal: Bad message' >&2\nexit 2", 0, None),
+        (f"/bin/cat >&2 <<'EOF'\n{HINT}\nEOF\necho '{{\"MESSAGE\":\"mine\"}}'", 1, Kind.PERMISSION),
+        ("echo 'No journal files were opened due to insufficient permissions.' >&2", 0, Kind.PERMISSION),
+        (
+            "echo 'Data from the specified boot (+0) is not available: No such boot ID in journal' >&2\nexit 1",
+            0,
+            Kind.NO_BOOT,
+        ),
+        ("exit 0", 0, Kind.NO_BOOT),  # no journal at all (a container): nothing, and nothing said
+        ("exit 1", 0, Kind.NO_BOOT),  # what journalctl --grep does when no line matched: exit 1, nothing said
+        ("echo 'Failed to iterate through journal: Bad message' >&2\nexit 2", 0, Kind.JOURNALCTL_FAILED),
     ],
 )
-def test_read_journal_says_why_journalctl_gave_nothing(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, found: int, expected: str | None
+def test_this_boots_journal_says_why_journalctl_gave_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str, found: int, kind: Kind
 ) -> None:
     fake_journalctl(tmp_path, monkeypatch, script)
-    entries, problem = journal.read_journal()
-    assert len(entries) == found
-    assert problem is not None and "\n" not in problem and len(problem) < 300
-    if expected is not None:
-        assert problem == expected
-    if "insufficient" in script or "Hint" in script:
-        assert problem == journal.JOURNAL_PERMISSION_DENIED
-        assert "root" in problem and "systemd-journal" in problem and "adm" in problem
+    read = journal_boot.read_this_boot()
+    assert read.source["entries"] == found and read.source["read"] is bool(found)
+    (problem,) = read.source["problems"]
+    assert problem["kind"] == kind and problem["path"] is None
+    text = problem["problem"]
+    assert "\n" not in text and len(text) < 300
+    assert read.source["absent"] is (kind in (Kind.NO_BOOT, Kind.NO_JOURNALCTL))
+    if kind == Kind.PERMISSION:
+        assert text == _messages.REPORT_JOURNAL_PERMISSION
+        assert "root" in text and "systemd-journal" in text and "adm" in text
     elif "Bad message" in script:
-        assert problem == "journalctl failed (exit status 2): Failed to iterate through journal: Bad message"
-    elif "exit 1" in script:
-        assert problem == journal.JOURNAL_NO_BOOT.format(
+        assert text == "journalctl failed (exit status 2): Failed to iterate through journal: Bad message"
+    elif "exit 1" in script and "Data from" in script:
+        assert text == _messages.REPORT_JOURNAL_NO_BOOT.format(
             detail="Data from the specified boot (+0) is not available: No such boot ID in journal"
         )
     else:
-        assert problem == journal.JOURNAL_NO_BOOT.format(detail=journal.JOURNAL_NOTHING_LOGGED)
+        assert text == _messages.REPORT_JOURNAL_NO_BOOT.format(detail=_messages.REPORT_JOURNAL_NOTHING_LOGGED)
 
 
-def test_read_journal_gives_up_after_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_this_boots_journal_gives_up_after_its_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_journalctl(tmp_path, monkeypatch, "exec /bin/sleep 30")
-    entries, problem = journal.read_journal(timeout=0.3)
-    assert entries == [] and problem == "journalctl did not finish within 0.3 s, so the journal was not read."
+    found = journal_boot.read_this_boot(timeout=0.3)
+    (problem,) = found.source["problems"]
+    assert found.boots == [] and problem["kind"] == Kind.TIMED_OUT
+    assert problem["problem"] == "journalctl did not finish within 0.3 s, so the journal was not read."
 
 
-def test_read_journal_with_a_journalctl_it_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_this_boots_journal_with_a_journalctl_it_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     fake_journalctl(tmp_path, monkeypatch, "exit 0")
     (tmp_path / "bin" / "journalctl").chmod(0o644)
-    entries, problem = journal.read_journal()
-    assert entries == [] and problem == journal.JOURNALCTL_NOT_STARTED.format(error="Permission denied")
+    found = journal_boot.read_this_boot()
+    (problem,) = found.source["problems"]
+    assert found.boots == [] and problem["kind"] == Kind.JOURNALCTL_FAILED
+    assert problem["problem"] == _messages.REPORT_JOURNALCTL_NOT_STARTED.format(error="Permission denied")
 
 
 # -- crng_init_done ----------------------------------------------------------------------------------------------------

@@ -29,10 +29,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import urandom_shim
-from urandom_shim import _events, _policies
+from urandom_shim import _events, _messages, _policies
 from urandom_shim.cli import exits
 from urandom_shim.cli import main as cli
-from urandom_shim.report import gather, journal, shim_lines, verdict
+from urandom_shim.report import events_files, journal, journal_boot, shim_lines, verdict
+from urandom_shim.report.sources import Kind, problem
 
 #: Where the urandom_shim these tests import lives: the checkout, or the installed wheel under the matrix.
 PACKAGE_HOME = str(Path(urandom_shim.__file__).resolve().parent.parent)
@@ -110,7 +111,8 @@ def test_the_issues_logger_line_no_longer_fails_the_gate_and_is_shown_as_rejecte
     assert code == 0, out
     assert "session-3.scope: first call" not in out
     assert "1 line rejected" in out and "Rejected: 1 line of the journal" in out
-    assert "it reached the journal by syslog, not as a program's own output" in out
+    # syslog is a route the shim's lines take (`app 2>&1 | logger`): what rejects this one is its login session.
+    assert "it was written in a user's login session or service manager (session-3.scope)" in out
     code, out, _err = report("--journal-file", str(journal_file(tmp_path, forged)), "--json")
     journal = json.loads(out)["sources"]["journal"]
     assert (journal["records"], journal["rejected"]) == (0, 1)
@@ -130,7 +132,7 @@ def test_a_genuine_line_fails_the_gate(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("wrong", "reason"),
     [
-        ({"_TRANSPORT": "syslog"}, "it reached the journal by syslog"),
+        ({"_TRANSPORT": "audit"}, "it reached the journal by audit"),
         ({"_TRANSPORT": "kernel"}, "it reached the journal by kernel"),
         ({"_TRANSPORT": None}, "it reached the journal by an unknown transport"),
         ({"_EXE": "/usr/bin/perl"}, "it was written by /usr/bin/perl, not by a Python interpreter"),
@@ -139,7 +141,7 @@ def test_a_genuine_line_fails_the_gate(tmp_path: Path) -> None:
         ({"_SYSTEMD_UNIT": "session-3.scope", "_UID": "1000"}, "a user's login session or service manager"),
         ({"_SYSTEMD_UNIT": "user@1000.service", "_SYSTEMD_USER_UNIT": "x.service"}, "service manager"),
     ],
-    ids=["syslog", "kernel", "no-transport", "perl", "not-python", "comm-only", "login-session", "user-manager"],
+    ids=["audit", "kernel", "no-transport", "perl", "not-python", "comm-only", "login-session", "user-manager"],
 )
 def test_each_trusted_field_wrong_in_turn_rejects_the_line(
     tmp_path: Path, wrong: dict[str, str | None], reason: str
@@ -262,7 +264,7 @@ def test_what_another_writer_left_before_a_record_on_its_line_cant_hide_or_alter
     record = sample_records()[index]
     written = prefix.replace("\n", " ").replace("\r", " ")  # what the other writer left on the record's line
     line = written.encode("utf-8", "replace") + _events.dumps(record).encode()
-    found, skipped = gather.parse_records(b"\n" + line + b"\n\n")
+    found, skipped = events_files.parse_records(b"\n" + line + b"\n\n")
     assert found == [record], (prefix, found)
     assert skipped == (0 if written.strip(" \t") == "" else 1), prefix
 
@@ -272,7 +274,7 @@ def test_a_line_of_many_record_starts_is_read_in_bounded_time(tmp_path: Path) ->
     last place a record could start, so a file of such lines is read in time linear in its size."""
     line = b'{"v":"' + b'{"v":' * 800 + b"\n"
     started = time.monotonic()
-    found, skipped = gather.parse_records(line * 4000)
+    found, skipped = events_files.parse_records(line * 4000)
     assert found == [] and skipped == 4000
     assert time.monotonic() - started < 5
 
@@ -397,13 +399,26 @@ def test_a_huge_events_file_is_refused_without_being_read(tmp_path: Path) -> Non
 # -- reading nothing is never clean ------------------------------------------------------------------------------
 
 
-def test_a_missing_events_file_fails_the_gate_unless_empty_is_allowed(tmp_path: Path) -> None:
+def test_a_missing_events_file_fails_the_gate_and_only_the_configured_one_may_be_absent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     missing = str(tmp_path / "does-not-exist.jsonl")
     code, out, err = report("--events", missing, "--no-journal", "--fail-for", "pep522")
     assert code == EXIT_NOTHING_READ, out
-    assert "was not read (no such file)" in err and "--allow-empty" in err
-    assert report("--events", missing, "--no-journal", "--fail-for", "pep522", "--allow-empty")[0] == 0
+    assert "was not read (no such file)" in err and "--allow-empty" not in err, err
+    # Issue 45: a path given that does not exist is a typo, never "nothing there", whatever --allow-empty says.
+    code, out, err = report("--events", missing, "--no-journal", "--fail-for", "pep522", "--allow-empty")
+    assert code == EXIT_NOTHING_READ and "was not read (no such file)" in err, out + err
+    assert "nothing read:" in out
     assert report("--events", missing, "--no-journal")[0] == 0, "without --fail-for it is only a report"
+    # The configured events file, which the shim creates at its first event: on a clean machine it is not there.
+    monkeypatch.setattr("urandom_shim.report.gather.default_events_path", lambda: missing)
+    code, out, err = report("--no-journal", "--fail-for", "pep522")
+    assert code == EXIT_NOTHING_READ and "--allow-empty" in err, err
+    code, out, err = report("--no-journal", "--fail-for", "pep522", "--allow-empty")
+    assert code == 0, out + err
+    assert "read as a machine without events (--allow-empty)" in out and "nothing read" not in out, out
+    assert "no program would raise" in out
 
 
 @pytest.mark.parametrize("content", ["", "\n", "  \n\t\n\n"], ids=["empty", "newline", "blanks"])
@@ -438,7 +453,9 @@ def test_a_journal_that_cant_be_read_fails_the_gate(tmp_path: Path, monkeypatch:
 
 def test_a_journal_only_this_user_may_read_fails_the_gate(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("urandom_shim.report.gather.default_events_path", lambda: None)
-    monkeypatch.setattr(journal, "read_journal", lambda path=None: ([], journal.JOURNAL_PERMISSION_DENIED))
+    permission = problem(Kind.PERMISSION, None, _messages.REPORT_JOURNAL_PERMISSION)
+    unreadable = journal_boot.Found(journal_boot._source("journalctl -b", [permission], [], False), [])
+    monkeypatch.setattr(journal_boot, "read_this_boot", lambda **_: unreadable)
     code, _out, err = report("--fail-for", "pep522", "--allow-empty")
     assert code == EXIT_NOTHING_READ and "can't read the system journal" in err, err
 

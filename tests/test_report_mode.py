@@ -33,7 +33,7 @@ from hypothesis import strategies as st
 import urandom_shim
 from urandom_shim import _events, _policies, _readiness, _simulation
 from urandom_shim.cli import main as cli
-from urandom_shim.report import gather
+from urandom_shim.report import events_files, gather
 
 DATA = Path(__file__).resolve().parent / "data"
 SAMPLE = DATA / "events-sample.jsonl"
@@ -182,7 +182,8 @@ def test_event_lines_carry_no_control_characters_from_argv_or_paths() -> None:
     event = {
         "event": "call", "call": "os.urandom(16)", "caller": "/srv/\x1b[2Jevil\n.py:3", "boot_time": 1.5,
         "simulated": None, "mode": "enforce", "action": "raised", "waited": 0.0, "policy": "pep522",
-        "policy_source": "environment variable URANDOM_POLICY", "would": "raise",
+        "policy_source": "environment variable URANDOM_POLICY", "would": "raise", "timeout": None,
+        "under": {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"},
     }  # fmt: skip
     shown = line(_events.describe(event))
     assert shown.isprintable() and "\\x1b[2Jevil\\n.py:3" in shown, shown
@@ -222,7 +223,7 @@ def test_report_json_and_fail_for(capsys: pytest.CaptureFixture[str]) -> None:
     code, out = run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--json")
     assert code == 0
     report = json.loads(out)
-    assert report["v"] == 2 and report["sources"]["events"]["records"] == 8
+    assert report["v"] == 3 and report["sources"]["events"]["records"] == 8
     assert named(report["verdict"]["legacy"]["weak"]) == ["early-setup.service", "cloud-setup.py", "legacy-tool.py"]
     assert run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--fail-for", "pep522")[0] == 1
     assert run_cli(capsys, "report", "--events", str(SAMPLE), "--no-journal", "--fail-for", "pep524")[0] == 0
@@ -245,16 +246,17 @@ def test_report_skips_what_is_not_an_event_and_says_so(tmp_path: Path, capsys: p
     assert "No program asked" not in text
 
 
-def test_run_gives_no_hash_seed_in_report_mode(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_run_gives_no_hash_seed_in_report_mode(
+    shim: Venv, fake_kernel: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from urandom_shim.cli import launch
 
     monkeypatch.setattr(_readiness, "kernel_state", lambda: _readiness.UNREADY)
-    # run's bootstrap, as a wheel ships it: without it, nothing would start in this interpreter to take a seed out
-    monkeypatch.setattr(launch, "bootstrap_directory", lambda: "/nonexistent/_bootstrap")
-    env = {"URANDOM_POLICY": "legacy", "PATH": os.environ.get("PATH", "")}
-    python = os.path.realpath(sys.executable)  # an interpreter itself, as `run` must see to give a seed at all
-    assert launch.start_without_waiting([python, "x.py"], dict(env)) is True  # the control: legacy gets one
-    assert launch.start_without_waiting([python, "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
+    flag = tmp_path / "kernel-unready"  # run asks the program's interpreter, whose shim must find it unready too
+    flag.touch()
+    env = {**clean_env(fake_kernel.env(flag)), "URANDOM_POLICY": "legacy"}
+    assert launch.start_without_waiting([str(shim.python), "x.py"], dict(env)) is True  # the control: legacy gets one
+    assert launch.start_without_waiting([str(shim.python), "x.py"], {**env, "URANDOM_SHIM_MODE": "report"}) is False
 
 
 # -- real interpreters ------------------------------------------------------------------------------------------------
@@ -389,7 +391,7 @@ def test_records_survive_another_users_partial_lines_in_the_shared_events_file(s
         assert raw.count(b"x") > 10 and not raw.endswith(b"\n"), "the other user's bytes are there"
         gate = ("report", "--events", str(events), "--no-journal")
         assert cli.main([*gate, "--fail-for", "pep522"]) == 1, "a record after a partial line still fails the gate"
-        found = gather.read_events_file(str(events))
+        found = events_files.read_events_file(str(events))
         assert {e["pid"] for e in found["events"] if e.get("program") != "decoy"} == pids, found
     finally:
         shutil.rmtree(top, ignore_errors=True)
@@ -507,7 +509,7 @@ def test_the_report_of_a_boots_journal_shows_the_calls_and_the_stall_the_shim_ca
 def test_an_event_in_both_the_file_and_the_journal_counts_once(tmp_path: Path) -> None:
     from urandom_shim.report import journal, shim_lines
 
-    entries, _problem = journal.read_journal(str(JOURNAL))
+    entries, _skipped = journal.read_export(str(JOURNAL))
     (first, _repeat) = shim_lines.events_from_journal(entries)
     events = tmp_path / "events.jsonl"
     events.write_text(_events.dumps({k: v for k, v in first.items() if k != "from"}) + "\n")
@@ -577,7 +579,8 @@ def test_a_call_made_by_the_standard_library_names_the_standard_librarys_line(
 MACHINE_FIELDS = ["machine_id", "boot_id", "hostname", "image", "kernel", "first_boot"]
 #: Every field of a call record, in the order the shim writes them: ``v`` first, the machine's after the program's.
 RECORD_KEYS = ["v", "event", "boot_time", "pid", "argv", "program", "unit", *MACHINE_FIELDS, "call", "site", "caller",
-               "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "test"]  # fmt: skip
+               "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "under", "window",
+               "timeout", "on_timeout", "seed_random_instances", "floor", "interpreter", "test"]  # fmt: skip
 
 
 def os_release_image(text: str) -> str | None:
@@ -638,7 +641,7 @@ def test_a_record_names_the_machine_and_the_boot_it_was_written_on(shim: Venv, t
         assert list(record) == RECORD_KEYS, list(record)
         assert {name: record[name] for name in MACHINE_FIELDS} == machine
     assert without_events(result.stderr) == "", result.stderr
-    assert not gather.malformed(parent)
+    assert not events_files.malformed(parent)
 
 
 def test_the_machine_facts_are_read_at_the_first_event_and_never_at_start(shim: Venv, tmp_path: Path) -> None:
@@ -709,10 +712,10 @@ def test_the_report_reads_records_with_and_without_the_machine_facts_and_skips_m
     wrong = [{**new, "first_boot": "yes"}, {**new, "machine_id": 42}, {**new, "kernel": ["6.1"]}, {**new, "image": {}}]
     path = tmp_path / "events.jsonl"
     path.write_text("".join(f"\n{_events.dumps(record)}\n" for record in [old, new, unknown, *wrong]))
-    records, problem, skipped = gather.read_events(str(path))
+    records, problem, skipped = events_files.read_events(str(path))
     assert problem is None and (len(records), skipped) == (3, 4)
     assert [record.get("hostname") for record in records] == [None, "web-17", None]
-    assert gather.malformed(wrong[0]) == "with a first_boot of the wrong type"
+    assert events_files.malformed(wrong[0]) == "with a first_boot of the wrong type"
 
 
 @pytest.mark.parametrize(

@@ -35,7 +35,7 @@ from ._policies import (
     WAIT,
     WAITED,
     Settings,
-    action,
+    decide,
 )
 from ._runtime import REFUSAL, policy_phrase, refusal, simulation_note
 from ._state import state
@@ -173,9 +173,9 @@ class Engine:
         is_module_instance = random_module is not None and getattr(random_module, "_inst", None) is instance
         site = SEED_INSTANCE if is_module_instance else SEED_NEW
         call = "random.seed(None)" if is_module_instance else f"{type(instance).__name__}() seeding"
-        todo = action(self.settings.policy_value, site, str(self.settings.seed_random_instances.value))
+        todo = decide(self.settings, site)
         if self.settings.reporting or todo == UNTOUCHED:
-            self._event(site, call, UNTOUCHED, todo)
+            self._event(site, call, UNTOUCHED, todo, window=_simulated_window())
             return None
         if todo == BEST_EFFORT:
             self._event(site, call, BEST_EFFORT, todo)
@@ -186,7 +186,8 @@ class Engine:
         assert todo == WAIT
         start = monotonic()
         if self._wait(call):
-            self._event(site, call, WAITED, todo, monotonic() - start)
+            waited = monotonic() - start
+            self._event(site, call, WAITED, todo, waited, window=waited)
             return None
         self._timed_out(site, call, todo, monotonic() - start)
         return _best_effort_seed_or_none()
@@ -194,7 +195,7 @@ class Engine:
     def reseed_module_instance(self, random_module: "ModuleType", before_start: bool = False) -> None:
         """``import random`` seeded ``random._inst`` from time and pid (bpo-32580): reseed from the kernel."""
         inst = getattr(random_module, "_inst", None)
-        todo = action(self.settings.policy_value, SEED_INSTANCE)
+        todo = decide(self.settings, SEED_INSTANCE)
         if inst is None or _readiness.is_ready():
             return
         if self.settings.reporting or todo != BEST_EFFORT:
@@ -208,13 +209,17 @@ class Engine:
     # -- the actions -------------------------------------------------------------------------------------------------
 
     def _perform(self, site: str, call: str, size: int, native: "Callable[[], bytes]") -> bytes:
-        todo = action(self.settings.policy_value, site)
+        todo = decide(self.settings, site)
         if self.settings.reporting or todo == UNTOUCHED:  # the interpreter's own code, timed
             start = monotonic()
             try:
                 return native()
             finally:
-                self._event(site, call, UNTOUCHED, todo, monotonic() - start)
+                took = monotonic() - start
+                # The interpreter's own wait measures the window when it returns with the CRNG ready; one that
+                # returned while it is unready (PyPy's, a simulation's) did not wait for it.
+                window = took if _readiness.is_ready() else _simulated_window()
+                self._event(site, call, UNTOUCHED, todo, took, window=window)
         if todo == BEST_EFFORT:
             self._event(site, call, BEST_EFFORT, todo)
             return _readiness.best_effort_bytes(size)
@@ -224,15 +229,24 @@ class Engine:
         assert todo == WAIT
         start = monotonic()
         if self._wait(call):
-            self._event(site, call, WAITED, todo, monotonic() - start)
+            waited = monotonic() - start
+            self._event(site, call, WAITED, todo, waited, window=waited)
             return native()
         self._timed_out(site, call, todo, monotonic() - start)
         return _readiness.best_effort_bytes(size)
 
     def _event(
-        self, site: str, call: str, done: str, would: str, waited: float = 0.0, before_start: bool = False
+        self,
+        site: str,
+        call: str,
+        done: str,
+        would: str,
+        waited: float = 0.0,
+        before_start: bool = False,
+        window: "float | None" = None,
     ) -> None:
-        """Record one decision (:mod:`urandom_shim._events`, loaded by the first one)."""
+        """Record one decision (:mod:`urandom_shim._events`, loaded by the first one). ``window``: how long the CRNG
+        stayed unready after the call began, when the call found out."""
         record = _EVENTS.get("record")
         if record is None:
             try:
@@ -240,7 +254,7 @@ class Engine:
             except Exception:  # noqa: BLE001 - at interpreter shutdown an import can fail; the call goes on
                 return
             record = _EVENTS["record"] = _events.record
-        record(self.settings, site, call, done, would, waited, before_start)
+        record(self.settings, site, call, done, would, waited, before_start, window)
 
     def _wait(self, call: str) -> bool:
         """Wait as configured. True when ready; False when the timeout ran out."""
@@ -295,6 +309,17 @@ class Engine:
                 simulation_note=simulation_note(),
             )
         )
+
+
+def _simulated_window() -> "float | None":
+    """How much longer a simulated window with a deadline stays open (infinite for one that nothing ends); None
+    without a simulation, or when its end can't be known (a file that something will delete)."""
+    sim = _simulation.current()
+    if sim is None:
+        return None
+    if sim.deadline is not None:
+        return max(0.0, sim.deadline - monotonic())
+    return float("inf") if sim.endless() else None
 
 
 def _best_effort_seed_or_none() -> "int | None":

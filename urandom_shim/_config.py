@@ -659,11 +659,19 @@ def floor(environ: "Mapping[str, str] | None" = None, flags: object = None) -> "
 
 
 def _apply_floor(settings: "Settings", floor: str, messages: "list[str]") -> None:
-    from ._policies import LEGACY, PEP524
+    from ._policies import LEGACY, NATIVE, PEP524, lifted
 
-    if settings.policy.value is LEGACY:
-        messages.append(_messages.LEGACY_BELOW_FLOOR.format(policy_source=settings.policy.source, floor=floor))
-        settings.policy = Setting(PEP524, f"{floor}, instead of 'legacy' from {settings.policy.source}")
+    settings.floor = floor
+    policy = settings.policy.value
+    if lifted(policy, floor) is not policy:
+        if policy is LEGACY:
+            messages.append(_messages.LEGACY_BELOW_FLOOR.format(policy_source=settings.policy.source, floor=floor))
+            settings.policy = Setting(PEP524, f"{floor}, instead of 'legacy' from {settings.policy.source}")
+        else:  # native on PyPy: its own os.urandom() returns bytes without waiting, which the floor forbids
+            assert policy is NATIVE
+            settings.policy = Setting(
+                PEP524, _messages.NATIVE_LIFTED_ON_PYPY.format(floor=floor, policy_source=settings.policy.source)
+            )
     if settings.on_timeout.value == "fallback":
         messages.append(
             _messages.FALLBACK_BELOW_FLOOR.format(on_timeout_source=settings.on_timeout.source, floor=floor)

@@ -7,11 +7,35 @@ the name of the package file.
 """
 
 import os
+import stat
 
 from ._programs import PACKAGE_FILE
 
 #: The largest editable-install hook read: setuptools' finder is about 4 KB, the ``editables`` bootstrap a few lines.
 HOOK_MAX = 64 * 1024
+#: What one start reads of all the hooks together, how many of their mapping lines it looks at and how much of those
+#: it parses, whatever their number and content, so that what they cost a start is bounded. A venv with a hundred
+#: editable installs reads about 400 KB and parses about 20 KB in 100 lines.
+HOOKS_READ_MAX = 1024 * 1024
+HOOK_LINES_MAX = 256
+PARSED_MAX = 64 * 1024
+#: The longest mapping line parsed: setuptools writes one pair per top-level package of the distribution.
+LINE_MAX = 16 * 1024
+
+
+class _Budget:
+    """What is left of a start's :data:`HOOKS_READ_MAX` bytes, :data:`HOOK_LINES_MAX` lines and
+    :data:`PARSED_MAX` characters parsed."""
+
+    __slots__ = ("bytes", "lines", "parsed")
+
+    def __init__(self) -> None:
+        self.bytes = HOOKS_READ_MAX
+        self.lines = HOOK_LINES_MAX
+        self.parsed = PARSED_MAX
+
+    def spent(self) -> bool:
+        return self.bytes <= 0 or self.lines <= 0 or self.parsed <= 0
 
 
 def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str] | None":
@@ -23,12 +47,15 @@ def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str
     hook's file.
 
     The hooks are looked for in the installation directories on ``path`` (``site-packages``, ``dist-packages``),
-    which ``site`` runs them from, in ``path``'s order. A hook is read as text, capped at :data:`HOOK_MAX`, never
-    imported or run. Called only where :func:`urandom_shim._programs.find_module` found nothing: a regular install
-    costs nothing more."""
+    which ``site`` runs them from, in ``path``'s order. A hook is read as text, only if it is a regular file of at
+    most :data:`HOOK_MAX` bytes (checked before it is opened, and opened without blocking), never imported or run;
+    all the hooks together within one budget (:data:`HOOKS_READ_MAX`, :data:`HOOK_LINES_MAX`), past which none is
+    read. Called only where :func:`urandom_shim._programs.find_module` found nothing: a regular install costs
+    nothing more."""
     top = module.split(".")[0]
     if not top.isidentifier():
         return None
+    budget = _Budget()
     for entry in path:
         if not isinstance(entry, str) or os.path.basename(os.path.normpath(entry)) not in _INSTALL_DIRS:
             continue
@@ -42,8 +69,10 @@ def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str
         except (OSError, ValueError):
             continue
         for name in names:
+            if budget.spent():
+                return None
             hook = os.path.join(entry, name)
-            target = _hook_target(hook, top)
+            target = _hook_target(hook, top, budget)
             if target is None:
                 continue
             found = _mapped(module, target)
@@ -54,43 +83,66 @@ def find_editable(module: str, path: "list[str]") -> "tuple[str, str | None, str
 
 #: The names of the directories that installers put distributions in (``_sources.INSTALL_DIR_NAMES``).
 _INSTALL_DIRS = ("site-packages", "dist-packages")
+#: The lines that map a name, and what their literal is made of: setuptools' ``MAPPING: dict[str, str] =
+#: {'pkg': '/path/pkg'}`` (``MAPPING = {...}`` before setuptools 69), and ``editables``'
+#: ``F.map_module('pkg', '/path/pkg/__init__.py')``.
+_MARKERS = (("MAPPING", "{", ":", "}"), ("F.map_module(", "(", ",", ")"))
 
 
-def _hook_target(hook: str, top: str) -> "str | None":
-    """The path an editable install's hook file maps the top-level name ``top`` to, read from its text: the literal
-    of setuptools' ``MAPPING = {...}`` line, or an ``editables`` ``F.map_module('name', 'path')`` line. None if it
-    does not map ``top``, or can't be read (not a regular file, too large, not UTF-8, not the shape expected)."""
+def _hook_target(hook: str, top: str, budget: "_Budget") -> "str | None":
+    """The path an editable install's hook file maps the top-level name ``top`` to, read from its text. None if it
+    does not map ``top``, or can't be read (not a regular file, too large, not UTF-8, not the shape expected), or
+    the start's budget for hooks is spent."""
+    try:
+        found = os.stat(hook)
+    except (OSError, ValueError):
+        return None
+    if not stat.S_ISREG(found.st_mode) or found.st_size > HOOK_MAX or found.st_size > budget.bytes:
+        budget.bytes -= min(found.st_size, HOOK_MAX)
+        return None
     from ._programs import read_regular
 
     data = read_regular(hook, HOOK_MAX + 1)
+    budget.bytes -= HOOK_MAX if data is None else len(data)
     if data is None or len(data) > HOOK_MAX:
         return None
     try:
-        text = data.decode("utf-8")
+        text = "\n" + data.decode("utf-8")
     except ValueError:  # UnicodeDecodeError
         return None
-    for line in text.splitlines():
-        if line.startswith("MAPPING") and "=" in line:  # setuptools: MAPPING: dict[str, str] = {'pkg': '/path/pkg'}
-            pairs = _string_pairs(line.partition("=")[2], "{", ":", "}")
-        elif line.startswith("F.map_module("):  # editables: F.map_module('pkg', '/path/pkg/__init__.py')
-            pairs = _string_pairs(line[len("F.map_module") :], "(", ",", ")")
-            if pairs is not None and len(pairs) != 1:
-                pairs = None
-        else:
-            continue
-        for name, target in pairs or ():
-            if name == top:
-                return target
+    for marker, opening, separator, closing in _MARKERS:
+        start = text.find("\n" + marker)
+        while start >= 0 and not budget.spent():
+            budget.lines -= 1
+            end = text.find("\n", start + 1)
+            line = text[start + 1 : end if end >= 0 else len(text)].rstrip("\r")
+            start = text.find("\n" + marker, start + 1) if end >= 0 else -1
+            if len(line) > min(LINE_MAX, budget.parsed) or (f"'{top}'" not in line and f'"{top}"' not in line):
+                continue
+            budget.parsed -= len(line)
+            if marker == "MAPPING":
+                literal = line.partition("=")[2] if "=" in line else ""
+            else:
+                literal = line[len("F.map_module") :]
+            pairs = _string_pairs(literal, opening, separator, closing)
+            if marker != "MAPPING" and pairs is not None and len(pairs) != 1:
+                continue
+            for name, target in pairs or ():
+                if name == top:
+                    return target
     return None
+
+
+#: The escapes ``repr()`` writes in a string, and what each stands for; ``\\x``, ``\\u`` and ``\\U`` take hex digits.
+_ESCAPES = {"\\": "\\", "'": "'", '"': '"', "t": "\t", "n": "\n", "r": "\r"}
+_HEX_DIGITS = {"x": 2, "u": 4, "U": 8}
 
 
 def _string_pairs(text: str, opening: str, separator: str, closing: str) -> "list[tuple[str, str]] | None":
     """The pairs of strings of a literal such as ``{'a': 'b', 'c': 'd'}`` or ``('a', 'b')``, as ``repr`` writes
-    them: read by hand where no string has an escape in it (the usual case, and no import), else by
-    ``ast.literal_eval``, which evaluates literals and nothing else. None for anything of another shape."""
+    them, escapes included: read by hand, in one pass over the text, without compiling it (a deep or strange
+    expression can't overflow a parser, and no warning is printed). None for anything of another shape."""
     text = text.strip()
-    if "\\" in text:
-        return _literal_pairs(text, opening == "{")
     if not (text.startswith(opening) and text.endswith(closing)):
         return None
     strings: list[str] = []
@@ -101,12 +153,11 @@ def _string_pairs(text: str, opening: str, separator: str, closing: str) -> "lis
         if char in " \t":
             index += 1
         elif char in "'\"" and expected == "":
-            close = text.find(char, index + 1)
-            if close < 0:
+            value, index = _string(text, index, end)
+            if value is None:
                 return None
-            strings.append(text[index + 1 : close])
+            strings.append(value)
             expected = separator if len(strings) % 2 else ","
-            index = close + 1
         elif expected and char == expected:
             expected = ""
             index += 1
@@ -117,21 +168,36 @@ def _string_pairs(text: str, opening: str, separator: str, closing: str) -> "lis
     return list(zip(strings[::2], strings[1::2]))
 
 
-def _literal_pairs(text: str, mapping: bool) -> "list[tuple[str, str]] | None":
-    import ast
-
-    if sum(text.count(bracket) for bracket in "([{") > 64:  # Python 3.8's parser writes its overflow to stderr
-        return None
-    try:
-        value = ast.literal_eval(text)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return None
-    pairs = list(value.items()) if mapping and isinstance(value, dict) else [value] if isinstance(value, tuple) else []
-    if not pairs or not all(
-        isinstance(pair, tuple) and len(pair) == 2 and all(isinstance(item, str) for item in pair) for pair in pairs
-    ):
-        return None
-    return pairs
+def _string(text: str, start: int, end: int) -> "tuple[str | None, int]":
+    """(the value of the string literal that starts at ``start``, the index after it), or None for one that does
+    not end before ``end`` or holds an escape ``repr`` does not write. Each search stops at the closing quote, so a
+    line costs one walk over it."""
+    quote = text[start]
+    pieces = []
+    index = start + 1
+    while True:
+        close = text.find(quote, index, end)
+        if close < 0:
+            return None, end
+        slash = text.find("\\", index, close)
+        if slash < 0:
+            pieces.append(text[index:close])
+            return "".join(pieces), close + 1
+        pieces.append(text[index:slash])
+        code = text[slash + 1 : slash + 2]
+        index = slash + 2
+        if code in _ESCAPES:
+            pieces.append(_ESCAPES[code])
+            continue
+        width = _HEX_DIGITS.get(code)
+        digits = text[index : index + width] if width else ""
+        if not width or len(digits) != width or not all(d in "0123456789abcdefABCDEF" for d in digits):
+            return None, end
+        number = int(digits, 16)
+        if number > 0x10FFFF:
+            return None, end
+        pieces.append(chr(number))
+        index += width
 
 
 def _mapped(module: str, target: str) -> "tuple[str, str | None] | None":

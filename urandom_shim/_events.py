@@ -24,6 +24,10 @@ Sinks:
 
 This module is imported on the first event only: the ready path never loads it, and an unready start that makes no
 call in the window neither. It imports nothing but what is loaded already (``json`` would import ``re``).
+
+One piece, though over 500 lines: it loads at a program's first event in the window, where each module more costs
+about 0.45 M instructions (docs/explanation/design-decisions.md); the record's shape (:class:`Record`) is a type
+only, which costs nothing at run time.
 """
 
 import atexit
@@ -34,9 +38,56 @@ from . import _messages, _policies, _simulation, _sources
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Dict, List, TypedDict, Union
 
     from ._policies import Settings
+
+    #: One event record, as the shim writes it (the events file's JSON object; the line on stderr says the same) and
+    #: as every reader of ``urandom-shim report`` takes it: a record read back from a file or from the journal is
+    #: checked against these types first (:func:`urandom_shim.report.gather.malformed`). Every key may be absent
+    #: from a record of an older shim; ``from`` and ``uid`` are the reader's (where it was read; the journal's uid).
+    Record = TypedDict(
+        "Record",
+        {
+            "v": int,
+            "event": str,  # "call", or "repeat" (``count`` more calls like the first)
+            "boot_time": Union[float, None],
+            "pid": Union[int, None],
+            "uid": Union[int, None],
+            "argv": List[str],
+            "argv_cut": bool,
+            "program": Union[str, None],
+            "unit": Union[str, None],
+            "machine_id": Union[str, None],
+            "boot_id": Union[str, None],
+            "hostname": Union[str, None],
+            "image": Union[str, None],
+            "kernel": Union[str, None],
+            "first_boot": Union[bool, None],
+            "call": str,
+            "site": Union[str, None],
+            "caller": Union[str, None],
+            "policy": Union[str, None],
+            "policy_source": Union[str, None],
+            "mode": Union[str, None],
+            "action": Union[str, None],
+            "would": Union[str, None],
+            "waited": Union[float, None],
+            "simulated": Union[str, bool, None],
+            "under": Dict[str, str],
+            "window": Union[float, None],
+            "timeout": Union[float, None],
+            "on_timeout": Union[str, None],
+            "seed_random_instances": Union[str, None],
+            "floor": Union[str, None],
+            "interpreter": Union[str, None],
+            "test": Union[str, None],
+            "count": int,
+            "cut": List[str],
+            "from": str,
+        },
+        total=False,
+    )
 
 #: The version of the event format: the ``v`` field of every record. A change that removes or redefines a field
 #: makes it 2; new fields keep it.
@@ -96,9 +147,18 @@ BEFORE_START = _messages.CALLER_BEFORE_START
 
 
 def record(
-    settings: "Settings", site: str, call: str, action: str, would: str, waited: float = 0.0, before_start: bool = False
+    settings: "Settings",
+    site: str,
+    call: str,
+    action: str,
+    would: str,
+    waited: float = 0.0,
+    before_start: bool = False,
+    window: "float | None" = None,
 ) -> None:
-    """Record one decision: written at once if it is the first from its call site in this process, else counted."""
+    """Record one decision: written at once if it is the first from its call site in this process, else counted.
+    ``window``: how long the CRNG stayed unready after the call began, when the call found out (infinite for a
+    simulated window nothing ends)."""
     try:
         frame = None if before_start else caller_frame()
         where = (None, 0) if frame is None else (frame.f_code, frame.f_lineno)
@@ -108,7 +168,8 @@ def record(
         if entry is not fresh:
             entry[0] += 1
             return
-        event = _event(settings, site, call, BEFORE_START if before_start else location(frame), action, would, waited)
+        caller = BEFORE_START if before_start else location(frame)
+        event = _event(settings, site, call, caller, action, would, waited, window)
         fresh[1] = event
         write(event, settings)
     except Exception:  # noqa: BLE001 - an event must never break the call it describes
@@ -116,15 +177,23 @@ def record(
 
 
 def _event(
-    settings: "Settings", site: str, call: str, caller: str, action: str, would: str, waited: float
+    settings: "Settings",
+    site: str,
+    call: str,
+    caller: str,
+    action: str,
+    would: str,
+    waited: float,
+    window: "float | None" = None,
 ) -> "dict[str, Any]":
     sim = _simulation.current()
+    timeout = settings.timeout.value
     event: dict[str, Any] = {
         "v": VERSION,
         "event": "call",
         "boot_time": round(boot_time() - waited, 3),  # when the call began: a wait is over by now
         **program(),
-        "call": call,
+        "call": _sources.clip(call, 200),
         "site": site,
         "caller": caller,
         "policy": settings.policy.value.name,
@@ -134,11 +203,22 @@ def _event(
         "would": would,
         "waited": round(waited, 3),
         "simulated": None if sim is None else _sources.clip(sim.spec, 200),
+        # What every policy would do with this call, by the engine's own decision (_policies.outcome), and the
+        # settings and facts that shaped it: the report reads these, and never works a call's fate out again.
+        "under": _policies.outcomes(settings, site, window),
+        "window": None if window is None or window == float("inf") else round(window, 3),
+        "timeout": timeout,
+        "on_timeout": settings.on_timeout.value,
+        "seed_random_instances": settings.seed_random_instances.value,
+        "floor": None if settings.floor is None else _sources.clip(settings.floor, 200),
+        "interpreter": INTERPRETER,
         "test": test_id(),
     }
     return event
 
 
+#: The interpreter, as an event names it: its implementation and version (``cpython 3.11.7``, ``pypy 7.3.17``).
+INTERPRETER = "{} {}.{}.{}".format(sys.implementation.name, *sys.implementation.version[:3])
 #: The variable pytest sets to the test running now, with its phase: ``path::name (call)``. A child process inherits it.
 TEST_VARIABLE = "PYTEST_CURRENT_TEST"
 _PHASES = (" (setup)", " (call)", " (teardown)")
@@ -187,12 +267,22 @@ def write(event: "dict[str, Any]", settings: "Settings", repeat: bool = False) -
 
 def fitted(event: "dict[str, Any]") -> str:
     """The event as one JSON record that :func:`append` writes in at most :data:`MAX_RECORD` bytes: a long command
-    line is cut short (its first words stay, and ``argv_cut`` says how many were left out), never the event."""
+    line is cut short first (its first words stay, and ``argv_cut`` says so), then the longest texts are shortened
+    in their middle (``cut`` names them); never a field, nor the event, is left out."""
     record = dumps(event)
     argv = list(event.get("argv") or ())
     while len(record) + 2 > MAX_RECORD and argv:
         argv = [_sources.clip(arg, 40) for arg in argv[: len(argv) // 2]]
         event = {**event, "argv": argv, "argv_cut": True}
+        record = dumps(event)
+    cut: list[str] = []
+    while len(record) + 2 > MAX_RECORD:  # texts of escaped characters, each six bytes in JSON
+        name = max((k for k, v in event.items() if isinstance(v, str)), key=lambda k: len(event[k]))
+        if len(event[name]) <= 8:
+            break
+        if name not in cut:
+            cut.append(name)
+        event = {**event, name: _middle(event[name], len(event[name]) // 2), "cut": cut}
         record = dumps(event)
     return record
 
@@ -427,27 +517,54 @@ def unit() -> "str | None":
 
 
 def describe(event: "dict[str, Any]") -> str:
-    """The event as one line on stderr (without the ``urandom-shim:`` prefix, which :func:`_messages.emit` adds)."""
+    """The event as one line on stderr (without the ``urandom-shim:`` prefix, which :func:`_messages.emit` adds).
+    A line that would be longer than :data:`_messages.MAX_LINE` has its caller and policy source shortened in their
+    middle (a path keeps its file name and line), never cut off at the end: the line still says everything."""
+    printable = _messages.printable
+    caller, source = printable(event["caller"]), printable(event.get("policy_source") or "")
+    text = _describe({**event, "call": printable(event["call"])}, caller, source)
+    over = len(text) - (_messages.MAX_LINE - len(_messages.PREFIX))
+    if over > 0:
+        cut = min(max(0, len(caller) - 40), over)
+        caller, source = _middle(caller, len(caller) - cut), _middle(source, len(source) - (over - cut))
+        text = _describe({**event, "call": printable(event["call"])}, caller, source)
+    return text
+
+
+def _describe(event: "dict[str, Any]", caller: str, source: str) -> str:
     where = _messages.EVENT_WHERE.format(
         call=event["call"],
-        caller=event["caller"],
+        caller=caller,
         simulated=_messages.EVENT_SIMULATED if event.get("simulated") else "",
         boot_time=event["boot_time"],
     )
     if event["event"] == "repeat":
         return _messages.EVENT_REPEAT.format(where=where, count=event["count"])
-    done = DONE[event["action"]].format(waited=event["waited"])
-    if event["mode"] == "report":
-        return _messages.EVENT_REPORT_ONLY.format(
-            where=where,
-            done=done,
-            policy=event["policy"],
-            source=event["policy_source"],
-            would=WOULD[event["would"]],
-        )
-    return _messages.EVENT_ENFORCED.format(
-        where=where, done=done, policy=event["policy"], source=event["policy_source"]
+    template = _messages.EVENT_REPORT_ONLY if event["mode"] == "report" else _messages.EVENT_ENFORCED
+    return template.format(
+        where=where,
+        done=DONE[event["action"]].format(waited=event["waited"]),
+        policy=event["policy"],
+        source=source,
+        would=WOULD[event["would"]],
+        under=_messages.EVENT_UNDER.format(outcomes=under_phrase(event["under"], event["timeout"])),
     )
+
+
+def under_phrase(under: "dict[str, str]", timeout: "float | None") -> str:
+    """What every policy would do, in words: ``native waits, pep524 waits, pep522 raises, legacy weak bytes``."""
+    return ", ".join(
+        f"{name} {_messages.OUTCOME_PHRASES[under[name]].format(timeout=timeout or 0.0)}" for name in under
+    )
+
+
+def _middle(text: str, limit: int) -> str:
+    """``text`` in at most ``limit`` characters (at least 3), its middle replaced by an ellipsis."""
+    limit = max(3, limit)
+    if len(text) <= limit:
+        return text
+    head = (limit - 1) // 2
+    return text[:head] + "…" + text[len(text) - (limit - 1 - head) :]
 
 
 def dumps(value: "Any") -> str:

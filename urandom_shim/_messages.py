@@ -9,6 +9,8 @@ Below the functions is the catalogue: the template of every message a user can s
 that uses it, filled in there with ``str.format``. ``docs/reference/messages.md`` explains each one, and
 ``tests/test_docs.py`` checks the page against this catalogue. (The two start-up files outside the package,
 ``_urandom_shim_boot.py`` and ``sitecustomize.py``, keep their few messages: they must not import the package.)
+
+One piece, though over 500 lines: the catalogue is one file, as CONTRIBUTING and the messages page's check name it.
 """
 
 import sys
@@ -21,11 +23,17 @@ MAX_LINE = 1000
 MAX_LINES = 10
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable (a newline, a terminal escape) written as its escape."""
+    if text.isprintable():
+        return text
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def line(text: str) -> str:
     """``text`` as one ``urandom-shim:`` line: one line, no terminal escape sequences and at most :data:`MAX_LINE`
     characters, whatever a value or a path in it holds."""
-    if not text.isprintable():
-        text = "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+    text = printable(text)
     if len(text) > MAX_LINE - len(PREFIX):
         text = text[: MAX_LINE - len(PREFIX) - 1] + "…"
     return PREFIX + text
@@ -137,6 +145,12 @@ FLOOR_NOT_A_BOOLEAN = (
 LEGACY_BELOW_FLOOR = (
     "policy 'legacy' from {policy_source} is below the floor set by {floor}, which forbids weak bytes; using "
     "'pep524' instead."
+)
+#: The source of the policy a floor gives PyPy in place of 'native' (status and check show it; nothing is printed at
+#: start, as nothing is wrong with the configuration).
+NATIVE_LIFTED_ON_PYPY = (
+    "{floor}, instead of 'native' from {policy_source}: PyPy's own os.urandom() reads /dev/urandom, which does not "
+    "wait for the CRNG"
 )
 FALLBACK_BELOW_FLOOR = (
     "on_timeout 'fallback' from {on_timeout_source} is below the floor set by {floor}, which forbids weak bytes; "
@@ -407,14 +421,33 @@ RUN_NO_SEED = (
     "{subcommand}: {command} gets no hash seed, so its start may wait for the kernel's random number generator "
     "(about a second on Linux 5.18+): {reason}."
 )
-RUN_MODULE_NOT_FOUND = (
-    "{module} is not in a directory on the sys.path of {interpreter} (an import hook or a .pth import line may load "
-    "it), so the configuration it will resolve can't be known before it starts; install it in that environment, or "
-    "put its directory on PYTHONPATH"
-)
 RUN_TARGET_SILENT = (
-    "{interpreter} did not say which Python it is and where its library is ({reason}), so the configuration it "
-    "will resolve can't be known before it starts"
+    "{interpreter} did not answer when asked what its program will resolve ({reason}), so whether that program "
+    "allows weak bytes can't be known before it starts"
+)
+RUN_TARGET_FAILED = "its shim could not resolve the program's settings ({error}); that start will say why"
+RUN_OPTION_UNKNOWN = (
+    "run does not know the interpreter option {option!r}, so it can't tell what that interpreter will do with a seed"
+)
+RUN_NO_SITE = (
+    "-S runs no site, so no shim starts there to take the seed out of its environment, and its children would "
+    "inherit it"
+)
+RUN_IGNORES_ENVIRONMENT = (
+    "{option} makes it ignore PYTHON* variables, the seed among them, and pass them on to its children"
+)
+RUN_OLD_PYTHON = (
+    "it is Python {version}, where no shim starts to take the seed out of its environment, so its children would "
+    "inherit it"
+)
+RUN_NO_SHIM_THERE = (
+    "neither run's bootstrap nor an installed urandom-shim starts in that interpreter, so nothing would take the "
+    "seed out of its environment"
+)
+RUN_SHIM_SILENT = "its shim started but did not answer what the program will resolve"
+RUN_BAD_ENVIRONMENT = (
+    "the environment holds an entry with {what} ({entry!r}), which no program can be given; start "
+    "{subcommand} from an environment without it (env -i NAME=VALUE ... urandom-shim {subcommand} ...)"
 )
 
 
@@ -478,8 +511,19 @@ ALIAS_SCAN_FAILED = "could not check module {module!r} for aliases of os.urandom
 
 EVENT_WHERE = "{call} called from {caller} before the kernel CRNG was ready{simulated}, {boot_time:.2f} s after boot"
 EVENT_SIMULATED = " (simulated)"
-EVENT_ENFORCED = "{where}: {done} under policy '{policy}' (from {source})."
-EVENT_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}."
+EVENT_ENFORCED = "{where}: {done} under policy '{policy}' (from {source}); {under}."
+EVENT_REPORT_ONLY = "report-only: {where}: {done}; policy '{policy}' (from {source}) would have {would}; {under}."
+#: What every policy would do with the call (``urandom-shim report`` reads it back from the journal).
+EVENT_UNDER = "under each policy: {outcomes}"
+#: How each outcome of :data:`urandom_shim._policies.OUTCOMES` reads after a policy's name in :data:`EVENT_UNDER`.
+OUTCOME_PHRASES = {
+    "fine": "fine",
+    "wait": "waits",
+    "weak": "weak bytes",
+    "raise": "raises",
+    "wait-then-raise": "raises after its {timeout:g} s timeout",
+    "wait-then-weak": "weak bytes after its {timeout:g} s timeout",
+}
 EVENT_REPEAT = "{where}: {count} more like it, not shown one by one."
 # What happened ({done} above), and what the policy would have done ({would}).
 EVENT_DONE_UNTOUCHED = "left it to the interpreter ({waited:.2f} s)"
@@ -490,3 +534,84 @@ EVENT_DONE_TIMED_OUT_RAISED = "waited {waited:.2f} s, then raised BlockingIOErro
 EVENT_DONE_TIMED_OUT_BEST_EFFORT = "waited {waited:.2f} s, then used best-effort bytes (timeout)"
 EVENT_WOULD_UNTOUCHED = "left it to the interpreter"
 EVENT_WOULD_WAIT = "waited for strong bytes"
+
+
+# -- the report: what it could not read (report.*) --------------------------------------------------------------------
+# Each is said of a path (the report prints "PATH: ..."), or of this boot's journal; its kind is report.problems.Kind.
+
+REPORT_NO_SUCH_FILE = "no such file"
+REPORT_NO_EVENTS_FILE = "no such file: the shim creates it at its first event (or tmpfiles.d at boot)"
+REPORT_NO_EVENTS_CONFIGURED = "no events file configured"
+REPORT_EVENTS_EMPTY = "empty (the shim creates it only to write a record to it)"
+REPORT_EMPTY_ALLOWED = "read as a machine without events (--allow-empty)"
+REPORT_REFUSED_NOT_REGULAR = "refused: not a regular file ({kind})"
+REPORT_REFUSED_TOO_LARGE = "refused: larger than {limit} MiB, which no boot's events are"
+REPORT_CANNOT_BE_READ = "cannot be read ({error})"
+REPORT_NO_RECORD = "no record in it could be read ({why})"
+REPORT_NO_EVENTS_FILE_IN_IT = "no events file in it"
+REPORT_NO_EVENTS_FILE_READ = "none of its {files} files could be read"
+REPORT_LINK_NOT_FOLLOWED = "a symbolic link, not followed: only the files of the directory itself are read."
+REPORT_WALK_NOT_REGULAR = "not read: it is {kind}, not a regular file."
+REPORT_WALK_HIDDEN = "not read: its name starts with '.', as a shipper's half-written file does; rename it, or move it."
+REPORT_WALK_TOO_DEEP = "not read: a directory {depth} levels below the one given, and the report goes {limit} deep."
+REPORT_WALK_TOO_MANY = (
+    "not read: it holds more names than are left of the {limit} the report looks at below a directory; split it."
+)
+REPORT_WALK_UNLISTED = "can't be listed ({error})."
+
+REPORT_JOURNALCTL_MISSING = "journalctl is not installed here, so the systemd journal can't be read."
+REPORT_JOURNALCTL_NOT_STARTED = "journalctl could not be started ({error}), so the systemd journal can't be read."
+REPORT_JOURNAL_PERMISSION = (
+    "this user can't read the system journal: run as root, or as a member of the group systemd-journal or adm."
+)
+REPORT_JOURNAL_NO_BOOT = "the journal holds nothing of this boot ({detail})."
+REPORT_JOURNAL_NOTHING_LOGGED = "journalctl found no entries"
+REPORT_JOURNAL_TIMED_OUT = "journalctl did not finish within {timeout:g} s, so the journal was not read."
+REPORT_JOURNAL_FAILED = "journalctl failed (exit status {status}): {detail}"
+REPORT_JOURNAL_CANT_BE_READ = "can't be read ({error})."
+REPORT_JOURNAL_FILE_EMPTY = "holds no journal entries."
+REPORT_JOURNAL_FILE_NOT_JSON = "is not `journalctl -o json` output: none of its {lines} lines is a JSON object."
+
+REPORT_DIR_MISSING = "no such directory."
+REPORT_DIR_NOT_A_DIRECTORY = "is not a directory."
+REPORT_DIR_EMPTY = "holds no journal files (*.journal, *.journal~)."
+REPORT_DIR_JOURNALCTL_MISSING = "journalctl is not installed here, so journal directories can't be read."
+REPORT_FILE_NOT_A_JOURNAL_FILE = "skipped: it is {kind}, not a journal file."
+REPORT_FILE_NOT_JOURNAL = "skipped: journalctl can't read it ({detail}); it may be corrupt, truncated or not a journal."
+REPORT_FILE_DAMAGED = (
+    "journalctl --verify does not pass it ({detail}): what journalctl still reads of it counts, but an entry of it "
+    "may have been altered or lost."
+)
+REPORT_FILE_STOPPED = (
+    "journalctl stopped with exit status {status} ({detail}); the {entries} entries read before that count."
+)
+REPORT_FILE_WARNED = "journalctl warned: {detail}"
+REPORT_FILE_TIMED_OUT = "journalctl did not finish within {timeout:g} s; the {entries} entries read before that count."
+REPORT_FILE_TOO_MANY = "more than {limit} selected entries; the rest of the file was not read."
+REPORT_FILE_TOO_MANY_BOOTS = (
+    "its files hold {boots} boots; the stalls of {left} of them were not looked for (at most one journalctl per boot "
+    "of a machine for its stalls)."
+)
+REPORT_FILE_OUT_OF_TIME = "not read: the report's time for the whole directory ran out ({seconds:g} s)."
+REPORT_TOO_MANY_FINDINGS = (
+    "{count} of its findings were not read: the report holds at most {limit} in all, far more than a fleet's boots "
+    "make, so the rest of this input is no fleet's events."
+)
+REPORT_LINES_UNREAD = (
+    "{count} of the shim's event lines, from a Python interpreter in a system unit, could not be read in full (cut "
+    "short, or damaged): what they say is unknown."
+)
+
+#: Why a line that reads as one of the shim's events was not believed: what the journal's trusted fields (those
+#: starting with ``_``, which journald sets and no writer can) say instead. Words that complete "rejected: ...".
+REPORT_REJECTED_TRANSPORT = "it reached the journal by {transport}, not as a program's own output"
+REPORT_REJECTED_NOT_PYTHON = "it was written by {exe}, not by a Python interpreter"
+REPORT_REJECTED_LOGIN_SESSION = (
+    "it was written in a user's login session or service manager ({unit}), not by a system unit"
+)
+REPORT_REJECTED_TOO_LONG = "it is longer than any line of the shim"
+REPORT_REJECTED_OUT_OF_RANGE = "it says a time, wait or count that is not a finite number in range"
+REPORT_UNREAD_LINE = (
+    "it reads as one of the shim's event lines, from a Python interpreter in a system unit, but does not parse in "
+    "full (cut short, or damaged), so what it says is unknown"
+)

@@ -7,6 +7,9 @@ so a new policy or call site is a new row or column here and nowhere else. (The 
 about 5 ms.)
 """
 
+import os
+import sys
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Final, Generic, TypeVar
@@ -85,7 +88,8 @@ REPORT: "Final" = "report"
 
 
 def action(policy: "Policy", site: str, seed_random_instances: str = "nonblocking") -> str:
-    """What ``site`` does under ``policy`` while the CRNG is unready.
+    """What ``site`` does under ``policy`` while the CRNG is unready: the table alone, before any setting but the
+    fuse (:func:`decide` is what the engine acts on).
 
     With ``seed_random_instances="policy"``, ``Random()`` instances after ``random._inst`` follow the policy's
     ``os.urandom`` behaviour; under ``pep524`` that is the PEP 524 draft's "fuse".
@@ -93,6 +97,95 @@ def action(policy: "Policy", site: str, seed_random_instances: str = "nonblockin
     if site == SEED_NEW and seed_random_instances == "policy":
         site = URANDOM
     return _TABLE[policy][site]
+
+
+# -- the one decision -------------------------------------------------------------------------------------------------
+#
+# The engine acts on decide(); each event records outcomes() of every policy, worked out by decide() with the
+# program's own settings; `urandom-shim report` only reads and aggregates those. So what the report says a policy
+# would do to a call is what the engine does when it enforces that policy (docs/reference/events.md).
+
+#: PyPy's own ``os.urandom()`` reads ``/dev/urandom`` (it has no ``getrandom()``), which never waits before Linux
+#: 5.18 and returns bytes the CRNG has not seeded. CPython's waits (PEP 524).
+PYPY: "Final" = sys.implementation.name == "pypy"
+#: How a ``[[program]]`` rule names itself as a setting's source (``_config``): its policy is the program's whatever
+#: policy the rest of the configuration would give.
+RULE_SOURCE: "Final" = " [[program]] match = "
+
+
+def lifted(policy: "Policy", floor: object, pypy: bool = PYPY) -> "Policy":
+    """``policy`` as a floor (``allow_weak = false``) lets it run: ``legacy`` becomes ``pep524``, and so does
+    ``native`` on PyPy, whose own ``os.urandom()`` does not wait."""
+    if floor and (policy is LEGACY or (pypy and policy is NATIVE)):
+        return PEP524
+    return policy
+
+
+def decide(settings: "Settings", site: str, policy: "Policy | None" = None, pypy: bool = PYPY) -> str:
+    """The action the engine takes at ``site`` while the CRNG is unready (a cell of the table: untouched, wait,
+    raise, best-effort), under the program's ``settings``; or, with ``policy``, what it would take were ``policy``
+    configured in place of the program's (a ``[[program]]`` rule's policy stays: it outranks the machine's), with
+    the program's other settings and its floor."""
+    if policy is None or RULE_SOURCE in settings.policy.source:
+        policy = settings.policy.value
+    policy = lifted(policy, settings.floor, pypy)
+    return action(policy, site, str(settings.seed_random_instances.value))
+
+
+# What a call comes to under a policy, as an event records it (``under``) and the report counts it: a wait whose
+# timeout runs out is the raise or the weak bytes that follow it.
+FINE: "Final" = "fine"  # strong bytes without a wait, or `random` seeded without waiting (not bytes for secrets)
+WAITS: "Final" = "wait"  # waits until the CRNG is ready, then strong bytes
+WEAK: "Final" = "weak"  # bytes the CRNG has not seeded, for secrets
+RAISES: "Final" = "raise"  # BlockingIOError at once
+WAIT_THEN_RAISE: "Final" = "wait-then-raise"  # waits `timeout` seconds, then BlockingIOError
+WAIT_THEN_WEAK: "Final" = "wait-then-weak"  # waits `timeout` seconds, then weak bytes
+OUTCOMES: "Final" = (FINE, WAITS, WEAK, RAISES, WAIT_THEN_RAISE, WAIT_THEN_WEAK)
+
+
+def urandom_device_waits() -> bool:
+    """Whether a read of ``/dev/urandom`` waits for the CRNG here: on Linux 5.18 and later it runs the jitter
+    generator first (about a second); before, it returns whatever the CRNG holds."""
+    try:
+        release = os.uname().release.split(".")
+        return (int(release[0]), int(release[1].split("-")[0])) >= (5, 18)
+    except (ValueError, IndexError, AttributeError):
+        return False
+
+
+def outcome(
+    settings: "Settings",
+    site: str,
+    policy: "Policy | None" = None,
+    window: "float | None" = None,
+    pypy: bool = PYPY,
+) -> str:
+    """What a call at ``site`` comes to under ``policy`` (default: the program's own), from :func:`decide`.
+    ``window`` is how long the CRNG stayed unready after the call began, when that is known: a wait bounded by
+    ``timeout`` ends in its ``on_timeout`` unless the window is known to close first."""
+    if site == EXPLICIT_WAIT:
+        return WAITS  # secrets.wait_for_system_rng() waits under every policy
+    todo = decide(settings, site, policy, pypy)
+    strong = site in (URANDOM, SECRETS)  # the seeding sites seed `random`, which is not for secrets
+    if todo == UNTOUCHED:
+        if not strong:
+            return FINE
+        return WEAK if pypy and not urandom_device_waits() else WAITS
+    if todo == RAISE:
+        return RAISES
+    if todo == BEST_EFFORT:
+        return WEAK if strong else FINE
+    timeout = settings.timeout.value
+    if timeout is None or (window is not None and window <= timeout):
+        return WAITS
+    if settings.on_timeout.value == "fallback":
+        return WAIT_THEN_WEAK if strong else FINE
+    return WAIT_THEN_RAISE
+
+
+def outcomes(settings: "Settings", site: str, window: "float | None" = None) -> "dict[str, str]":
+    """:func:`outcome` under every policy, by name: what an event records."""
+    return {p.name: outcome(settings, site, p, window) for p in POLICIES}
 
 
 class Setting(Generic[T]):
@@ -111,7 +204,7 @@ class Setting(Generic[T]):
 class Settings:
     """The effective policy and options, each with its source."""
 
-    __slots__ = ("events", "mode", "on_timeout", "policy", "seed_random_instances", "timeout", "warn_after")
+    __slots__ = ("events", "floor", "mode", "on_timeout", "policy", "seed_random_instances", "timeout", "warn_after")
 
     #: Every setting, in the order status and check list them.
     NAMES: "Final" = ("policy", "mode", "timeout", "on_timeout", "warn_after", "seed_random_instances", "events")
@@ -137,6 +230,8 @@ class Settings:
         self.mode: Setting[str] = mode or Setting(ENFORCE, "default")
         #: The events file (an absolute path), or None: events go to stderr only.
         self.events: Setting[str | None] = events or Setting(None, "default")
+        #: The floor (``allow_weak = false``) in force, described with the file that sets it; None without one.
+        self.floor: str | None = None
 
     @property
     def policy_value(self) -> "Policy":

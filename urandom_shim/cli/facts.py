@@ -155,11 +155,9 @@ def describe_run_start(settings: _policies.Settings) -> str:
 
 
 def site_table(settings: _policies.Settings) -> list[dict[str, str]]:
-    policy = settings.policy_value
-    seed_mode = str(settings.seed_random_instances.value)
     rows = []
     for site in _policies.SITES:
-        todo = _policies.action(policy, site, seed_mode)
+        todo = _policies.decide(settings, site)  # what the engine does: the floor and the fuse included
         rows.append(
             {"site": site, "label": SITE_LABELS[site], "action": todo, "says": describe_action(todo, site, settings)}
         )

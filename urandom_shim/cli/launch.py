@@ -145,9 +145,10 @@ def _is_python(path: str) -> bool:
         return False
 
 
-def python_command(command: list[str], env: dict[str, str]) -> list[str] | None:
-    """The command line of the Python interpreter that ``command`` starts at once, if it does: ``command`` itself
-    when it names an interpreter, or ``[interpreter, *options, script, *args]`` for a script whose ``#!`` line names
+def python_command(command: list[str], env: dict[str, str]) -> tuple[str, list[str]] | None:
+    """(the interpreter's file, its command line) for the Python interpreter that ``command`` starts at once, if it
+    does: ``command`` itself when it names an interpreter (found in ``PATH`` as the exec will), or
+    ``[interpreter, *options, script, *args]``, as the kernel passes them on, for a script whose ``#!`` line names
     one by its absolute path (a console script of a venv). None for anything else: ``env``, a shell, a shell
     script, a program that starts Python later. Only for such a command can ``run`` know, before it starts, which
     interpreter runs with the seed and what that interpreter's own configuration says."""
@@ -155,7 +156,7 @@ def python_command(command: list[str], env: dict[str, str]) -> list[str] | None:
     if executable is None:
         return None
     if _is_python(executable):
-        return [executable, *command[1:]]
+        return executable, list(command)
     try:
         with open(executable, "rb") as handle:
             head = handle.read(SHEBANG_MAX)
@@ -169,81 +170,64 @@ def python_command(command: list[str], env: dict[str, str]) -> list[str] | None:
     interpreter = os.fsdecode(words[0])
     if not os.path.isabs(interpreter) or not _is_python(interpreter):
         return None  # `#!/usr/bin/env python3` and the like: a wrapper
-    return [interpreter, *(os.fsdecode(word) for word in words[1:]), executable, *command[1:]]
+    return interpreter, [interpreter, *(os.fsdecode(word) for word in words[1:]), executable, *command[1:]]
 
 
 def starts_without_the_shim(options: list[str]) -> bool:
-    """Whether an interpreter given these options (those before its script, ``-c`` or ``-m``) keeps a seed of ours in
-    its environment for its children, whatever their policy and however late they start: with ``-S`` no ``site``
-    runs, so no shim takes the seed out; with ``-E`` or ``-I`` the interpreter ignores ``PYTHON*`` variables, and
-    passes them on."""
-    i = 0
-    while i < len(options):
-        option = options[i]
-        if not option.startswith("-") or option in ("-", "--") or option.startswith("--"):
-            return False  # the script, stdin, or a long option such as --version: no more interpreter options
-        letters = option[1:]
-        for j, letter in enumerate(letters):
-            if letter in "SEI":
-                return True
-            if letter in "cm":
-                return False  # the rest is the code or the module
-            if letter in "XW":  # takes a value: the rest of this word, or the next word
-                i += j == len(letters) - 1
-                break
-        i += 1
-    return False
+    """Whether an interpreter given the command line ``options`` (all after the interpreter) keeps a seed of ours in
+    its environment for its children, whatever their policy and however late they start: ``-S``, ``-E`` or ``-I``
+    among its options, as it reads them (:func:`.target.keeps_the_seed`)."""
+    from . import target
+
+    read = target.read_options(["python", *options])
+    return not isinstance(read, str) and target.keeps_the_seed(read) is not None
 
 
 def start_without_waiting(command: list[str], env: dict[str, str], subcommand: str = "run") -> bool:
     """Give ``command`` a hash seed (in ``env``) so that its interpreter's start never waits for the kernel, when the
-    kernel's CRNG is unready and the interpreter's own policy allows weak bytes: ``legacy``, or ``on_timeout =
+    kernel's CRNG is unready and the program's own settings allow weak bytes: ``legacy``, or ``on_timeout =
     "fallback"`` after waiting out its ``timeout`` here. See :mod:`urandom_shim._hashseed`. True if it did.
 
     Never in report mode, never under a floor, never over a seed the caller set, and never on a ready kernel. Only
     when ``command`` starts a Python interpreter at once (:func:`python_command`): a wrapper (``env``, ``sh -c``, a
-    shell script) may start any program, later, or none, so it gets no seed. Only to an interpreter whose shim takes
-    the seed out of its environment at once: never under the kill switch, never with ``-S``, ``-E`` or ``-I``, never
-    to Python before 3.8, and never where neither the bootstrap nor an installed shim starts. The policy is the one
-    that interpreter will resolve (:mod:`.target`): its environment's file, the machine's file and floor, the
-    ``[[program]]`` rules, and for ``-m`` or a console script, its module's package file and project, found on that
-    interpreter's ``sys.path``. Where that can't be known, no seed, and one line says why. A seed of ours that this
-    process inherited (a ``run`` inside a ``run``) is never passed on: it is taken out, and the decision made
-    afresh for this command."""
+    shell script) may start any program, later, or none, so it gets no seed. The settings are the ones the program
+    will resolve, asked of its own interpreter with its own options, environment and ``site``
+    (:func:`.target.ask`), and only an interpreter whose shim answers gets a seed, since only that shim takes the seed
+    out of its environment at once: never under the kill switch, ``-S``, ``-E`` or ``-I``, never to Python before
+    3.8, and never where neither the bootstrap nor an installed shim starts. Where the answer can't be had, no seed,
+    and one line says why. A seed of ours that this process inherited (a ``run`` inside a ``run``) is never passed
+    on: it is taken out, and the decision made afresh for this command."""
     if _hashseed.is_ours(env):
         del env[_hashseed.VARIABLE], env[_hashseed.MARK]
     if _hashseed.VARIABLE in env or env.get("URANDOM_SHIM_DISABLE", "") not in ("", "0"):
         return False  # the caller's own seed; or no shim will start to take ours out (launch() says so)
     if _readiness.kernel_state() != _readiness.UNREADY:
         return False
-    argv = python_command(command, env)
-    if argv is None or starts_without_the_shim(argv[1:]):
+    found = python_command(command, env)
+    if found is None:
         return False
-    from . import target as _target
+    executable, argv = found
+    from . import target
 
-    found = _target.inspect(argv[0], env)
-    if isinstance(found, str):
-        return _no_seed(subcommand, command, env, found)
-    if found.version < (3, 8):
-        return False  # no shim starts there to take it out (the bootstrap says why), so its children would keep it
-    if bootstrap_directory() is None and not found.has_shim:
-        return False  # no bootstrap (run said so) and no shim of its own
-    who = _target.invocation(found, argv, env)
-    if isinstance(who, str):
-        return _no_seed(subcommand, command, env, who)
-    settings, _problems = _config.resolve(
-        env,
-        flags=object(),
-        who=who,
-        environment_file=os.path.join(found.prefix, _sources.ENVIRONMENT_FILE),
-    )
-    if settings.reporting:  # report-only: the command behaves as native, whose start waits
+    read = target.read_options(argv)
+    if isinstance(read, str):
+        return _no_seed(subcommand, command, env, read)
+    if read.exits:
+        return False  # it prints and exits before it reads a hash secret
+    kept = target.keeps_the_seed(read)
+    if kept is not None:
+        return _no_seed(subcommand, command, env, kept)
+    answer = target.ask(executable, argv, read, env)
+    if answer is None:
+        return False  # the CRNG is ready now
+    if isinstance(answer, str):
+        return _no_seed(subcommand, command, env, answer)
+    if answer.reporting:  # report-only: the command behaves as native, whose start waits
         return False
-    if settings.policy_value is not _policies.LEGACY:
-        timeout = settings.timeout.value
-        if settings.policy_value is _policies.NATIVE or settings.on_timeout.value != "fallback" or timeout is None:
+    if answer.policy != _policies.LEGACY.name:
+        if answer.policy == _policies.NATIVE.name or answer.on_timeout != "fallback" or answer.timeout is None:
             return False
-        if _readiness.wait(timeout):
+        if _readiness.wait(answer.timeout):
             return False  # ready in time: the command gets a full-strength hash secret
     _hashseed.give(env)
     return True

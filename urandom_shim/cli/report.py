@@ -17,7 +17,7 @@ from .exits import EXIT_CANNOT_WRITE, EXIT_NOTHING_READ, EXIT_PROBLEMS, UsageErr
 
 def cmd_report(args: argparse.Namespace) -> int:
     # Here, not at the top: the other commands (`run` at early boot among them) start without the report package.
-    from ..report import fleet_gather, gather, verdict
+    from ..report import gather, verdict
     from ..report import text as report_text
 
     events = args.events or []
@@ -32,11 +32,23 @@ def cmd_report(args: argparse.Namespace) -> int:
     if fleet and args.journal_file is not None:
         raise UsageError(_messages.REPORT_FLEET_AND_FILE)
     if fleet:
-        with Progress() as progress:
-            report = fleet_gather.gather_fleet(events, journal_dirs, progress=progress.show)
+        inputs = gather.Inputs(events=events, journal_dirs=journal_dirs, allow_empty=args.allow_empty)
     else:
-        path = events[0] if events else gather.default_events_path()
-        report = gather.gather(path, journal=not args.no_journal, journal_file=args.journal_file)
+        # One machine: a fleet of one, with this machine's own inputs: its events file (the one named, else the
+        # configured one, which may not exist yet), this boot's journal or a saved one, and its kernel log.
+        inputs = gather.Inputs(
+            events=events,
+            events_default=None if events else gather.default_events_path(),
+            this_boot=not args.no_journal and args.journal_file is None,
+            journal_file=args.journal_file,
+            kernel_log=True,
+            one_machine=True,
+            allow_empty=args.allow_empty,
+        )
+    with Progress() as progress:
+        if fleet:
+            inputs.progress = progress.show
+        report = gather.gather_report(inputs)
     try:
         if sys.stdout is None:  # started with stdout closed (`>&-`)
             raise OSError(errno.EBADF, "standard output is closed")

@@ -35,7 +35,20 @@ def _given_as(command: str, args: argparse.Namespace, settings: dict[str, str]) 
     return "\n".join(lines)
 
 
+def _check_environment(subcommand: str) -> None:
+    """Refuse an environment that no program can be given: an entry without a name (``=x``), which the C library
+    lets a parent pass and ``execve`` refuses to pass on."""
+    from .. import _sources
+
+    for name, value in os.environ.items():
+        if not name or "=" in name:
+            what = "an empty name" if not name else "an '=' in its name"
+            entry = _sources.clip(f"{name}={value}", 80)
+            raise UsageError(_messages.RUN_BAD_ENVIRONMENT.format(what=what, entry=entry, subcommand=subcommand))
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    _check_environment("run")
     settings = _settings_from(args)
     launch.note_floor("run", settings)
     env = launch.command_environment(settings)
@@ -46,6 +59,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    _check_environment("simulate")
     if args.unready_for is not None:
         import time
 

@@ -1,236 +1,197 @@
-"""The interpreter that ``run`` starts, as that interpreter will see itself: its Python version, its environment
-(``sys.prefix``) and the ``sys.path`` its shim will look for the program's module on, worked out before it starts,
-so that the hash seed (:func:`urandom_shim.cli.launch.start_without_waiting`) is decided from the configuration that
-interpreter will resolve, not from this process's.
+"""What the program that ``run`` is about to start will resolve, asked of its own interpreter: what decides the hash
+seed (:func:`urandom_shim.cli.launch.start_without_waiting`).
 
-A venv says it all in files: its ``pyvenv.cfg`` (the version, the base interpreter's directory, whether the
-system's site-packages are seen) and its own ``site-packages``. For anything else (an interpreter outside a venv, a
-venv that sees the system's site-packages, a ``PYTHONHOME``), the interpreter is asked, with ``-S`` and a fixed hash
-seed: that start reads nothing from the kernel, runs no ``site`` and no ``.pth``, so no configuration either. What
-neither way can tell is a reason (a string), and the caller gives no seed: no seed means the start may wait for the
-kernel, a wrong one means weak hashing under a policy that forbids it.
+``run`` starts the interpreter once before the program, with the program's own options, its own environment
+(``run``'s bootstrap and settings included) and so its own ``site``, but with ``-c`` in place of the program and a
+fixed ``PYTHONHASHSEED``: that start reads nothing from the kernel, so it never waits, and the program never runs in
+it. ``sys.argv`` then holds :data:`urandom_shim._hashseed.QUESTION` and the program's command line. The shim that
+starts there, from its ``.pth`` or from the bootstrap, sees the question where the program's own start resolves its
+settings, resolves them with the same code for the program's command line, writes them on stdout in one line and
+ends that start (:func:`urandom_shim._hashseed.answer`). Where no shim starts, the ``-c`` code says what the
+interpreter is instead (:data:`ASK_CODE`).
+
+The options are read first, as CPython reads them (:func:`read_options`): ``-S`` (no ``site``, so no shim takes the
+seed out), ``-E`` and ``-I`` (the seed is ignored and passed on to children, and the question itself would wait for
+the kernel), an option ``run`` does not know, and an interpreter that exits before it starts (``-h``,
+``--version``) are known without starting anything.
 """
 
 from __future__ import annotations
 
 import os
 
-from .. import _hashseed, _messages, _programs, _sources
+from .. import _hashseed, _messages, _sources
 
-#: How long ``run`` waits for an interpreter to describe itself (it starts without reading anything).
+#: How long ``run`` waits for the interpreter's answer: its start reads nothing from the kernel.
 ASK_TIMEOUT = 10.0
-#: What the interpreter runs to describe itself, with ``-S``: never imported.
-DESCRIBE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_describe.py")
-#: The ``.pth`` file of urandom-shim: the shim starts when ``site`` reaches it, with the entries added so far.
-OUR_PTH = "urandom_shim.pth"
+
+#: CPython's one-letter options without a value (3.8 to 3.15; ``-P`` is 3.11's, which earlier ones refuse).
+FLAGS = "bBdEiIOPqRsStuvx"
+#: One-letter options whose value is the rest of the word, or the next word.
+WITH_VALUE = "WX"
+#: One-letter options after which the interpreter prints and exits, before it starts.
+EXITING = "hV?"
+#: Long options (``--NAME``, or ``-`` inside a cluster), and whether each takes the next word as its value; the
+#: interpreter exits at once after the ones without a value.
+LONG = {"check-hash-based-pycs": True, "help-env": False, "help-xoptions": False, "help-all": False}
+
+#: What the interpreter runs when no shim answered for it: the facts that say why (its version, how a shim started
+#: if one did, whether it runs ``site`` and reads ``PYTHON*`` variables), on one line. Python 2 runs it too. Written
+#: without a space: it is code, not a message (tests/test_docs.py looks for prose outside the catalogue).
+ASK_CODE = (
+    "s=__import__('sys');f=s.flags;v=s.version_info;"
+    "s.stdout.write('\\n'+chr(32).join(map(str,['" + _hashseed.ANSWER + "','%d.%d'%(v[0],v[1]),"
+    "getattr(s,'_urandom_shim_boot',0)or'-','none',f.no_site,f.ignore_environment]))+'\\n');"
+    "s.stdout.flush();__import__('os')._exit(0)"
+)
 
 
-class Target:
-    """An interpreter about to start: ``version`` (major, minor), ``prefix`` (its ``sys.prefix``), ``path`` (the
-    ``sys.path`` its shim starts with, in order) and ``has_shim`` (urandom-shim is installed in its environment)."""
+class Options:
+    """An interpreter's command line as it reads it: ``options`` (one word per option and one per value, as the
+    question passes them on), ``letters`` (every one-letter option given), ``exits`` (it prints and exits before it
+    starts: ``-h``, ``--version``)."""
 
-    __slots__ = ("has_shim", "path", "prefix", "version")
+    __slots__ = ("exits", "letters", "options")
 
-    def __init__(self, version: tuple[int, int], prefix: str, path: list[str], has_shim: bool) -> None:
-        self.version = version
-        self.prefix = prefix
-        self.path = path
-        self.has_shim = has_shim
-
-
-def _version(text: str | None) -> tuple[int, int] | None:
-    """(major, minor) from ``3.11.7``, ``3.11.7.final.0`` or ``3.13``; None for anything else."""
-    parts = (text or "").strip().split(".")
-    if len(parts) < 2 or not parts[0].isdigit() or not parts[1].isdigit():
-        return None
-    return int(parts[0]), int(parts[1])
+    def __init__(self, options: list[str], letters: str, exits: bool) -> None:
+        self.options = options
+        self.letters = letters
+        self.exits = exits
 
 
-def _venv(interpreter: str) -> tuple[str, dict[str, str]] | None:
-    """(its ``sys.prefix``, its ``pyvenv.cfg``) for an interpreter of a venv, by ``site``'s own rule: a
-    ``pyvenv.cfg`` beside the executable or one directory up makes that directory's parent the prefix."""
-    here = os.path.dirname(os.path.abspath(interpreter))
-    up = os.path.dirname(here)
-    for directory in (here, up):
-        try:
-            with open(os.path.join(directory, "pyvenv.cfg"), encoding="utf-8") as handle:
-                text = handle.read(64 * 1024)
-        except (OSError, ValueError):
-            continue
-        values = {}
-        for line in text.splitlines():
-            key, equals, value = line.partition("=")
-            if equals:
-                values[key.strip().lower()] = value.strip()
-        return up, values
+def read_options(argv: list[str]) -> Options | str:
+    """The options of the command line ``argv`` (the interpreter first), read as CPython's getopt reads them
+    (``Python/getopt.c``): up to the first word that is not an option, ``-``, ``--``, or the code or module of
+    ``-c`` or ``-m``; clusters such as ``-sE`` and ``-Wdefault``; a value as the rest of its word or the next word;
+    ``--check-hash-based-pycs VALUE``, also as ``-`` inside a cluster. What it can't read (an option it does not
+    know, a value missing) is a reason, said in words."""
+    options: list[str] = []
+    letters = ""
+    index = 1
+    while index < len(argv):
+        word = argv[index]
+        if word == "--" or not word.startswith("-") or word == "-":
+            break
+        index += 1
+        if word in ("--help", "--version"):
+            return Options(options, letters, exits=True)
+        cluster = word[1:]
+        while cluster:
+            letter, cluster = cluster[0], cluster[1:]
+            if letter == "-":  # a long option: the rest of the word names it
+                takes_value = LONG.get(cluster)
+                if takes_value is None:
+                    return _messages.RUN_OPTION_UNKNOWN.format(option=word)
+                if not takes_value:
+                    return Options(options, letters, exits=True)
+                if index >= len(argv):
+                    return _messages.RUN_OPTION_UNKNOWN.format(option=word)
+                options += ["--" + cluster, argv[index]]
+                index += 1
+                break
+            if letter in "cm":  # its value is the program: the options end here
+                return Options(options, letters, exits=False)
+            if letter in WITH_VALUE:
+                if not cluster and index >= len(argv):
+                    return _messages.RUN_OPTION_UNKNOWN.format(option=word)
+                value = cluster or argv[index]
+                index += 0 if cluster else 1
+                options += ["-" + letter, value]
+                break
+            if letter in EXITING:
+                return Options(options, letters, exits=True)
+            if letter not in FLAGS:
+                return _messages.RUN_OPTION_UNKNOWN.format(option=word)
+            options.append("-" + letter)
+            letters += letter
+    return Options(options, letters, exits=False)
+
+
+def keeps_the_seed(options: Options) -> str | None:
+    """Why an interpreter given these options would keep a seed of ours for its children, if it would: with
+    ``-S`` no ``site`` runs, so no shim takes it out of its environment; with ``-E`` or ``-I`` the interpreter
+    ignores ``PYTHON*`` variables, the seed among them, and passes them on."""
+    if "S" in options.letters:
+        return _messages.RUN_NO_SITE
+    for letter in "IE":
+        if letter in options.letters:
+            return _messages.RUN_IGNORES_ENVIRONMENT.format(option="-" + letter)
     return None
 
 
-def _pythonpath(env: dict[str, str]) -> list[str]:
-    """The entries of ``PYTHONPATH``, as the interpreter puts them first on ``sys.path`` (``run``'s bootstrap among
-    them: it holds nothing but ``sitecustomize.py``)."""
-    return [os.path.abspath(p) for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+class Answer:
+    """What the program will resolve while the CRNG is unready, as its interpreter answered: its policy's name, its
+    ``on_timeout`` and ``timeout``, and whether it is in report mode."""
+
+    __slots__ = ("on_timeout", "policy", "reporting", "timeout")
+
+    def __init__(self, policy: str, on_timeout: str, timeout: float | None, reporting: bool) -> None:
+        self.policy = policy
+        self.on_timeout = on_timeout
+        self.timeout = timeout
+        self.reporting = reporting
 
 
-def _site_entries(directory: str) -> tuple[list[str], bool]:
-    """(the site directory and the directories its ``.pth`` files add, in ``site``'s order; whether our ``.pth`` is
-    there). Only the ``.pth`` files before ours: the shim starts when ``site`` reaches it. Import lines (an import
-    hook of an editable install) add nothing here: a module only they find is not found."""
-    entries = [directory]
-    try:
-        names = sorted(name for name in os.listdir(directory) if name.endswith(".pth") and not name.startswith("."))
-    except (OSError, ValueError):
-        return entries, False
-    for name in names:
-        if name == OUR_PTH:
-            return entries, True
-        try:
-            with open(os.path.join(directory, name), "rb") as handle:
-                lines = handle.read(64 * 1024).decode("utf-8", "replace").splitlines()
-        except (OSError, ValueError):
-            continue
-        for line in lines:
-            if not line.strip() or line.startswith(("#", "import ", "import\t")):
-                continue
-            added = os.path.abspath(os.path.join(directory, line.rstrip()))
-            if added not in entries and os.path.exists(added):
-                entries.append(added)
-    return entries, False
-
-
-def _with_sites(path: list[str], sites: list[str]) -> tuple[list[str], bool]:
-    has_shim = False
-    for site in sites:
-        entries, ours = _site_entries(site)
-        path += [entry for entry in entries if entry not in path]
-        has_shim = has_shim or ours
-        if ours:
-            break  # what comes after is added once the shim has started
-    return path, has_shim
-
-
-def _from_files(prefix: str, config: dict[str, str], env: dict[str, str]) -> Target | str | None:
-    """A venv that sees only its own site-packages, from its files; None if it needs asking."""
-    if config.get("include-system-site-packages", "false").lower() == "true" or env.get("PYTHONHOME"):
-        return None
-    version = _version(config.get("version_info") or config.get("version"))
-    home = config.get("home")
-    if version is None or not home:
-        return None
-    if version < (3, 8):
-        return Target(version, prefix, [], False)
-    x_y = f"{version[0]}.{version[1]}"
-    base = os.path.dirname(home.rstrip(os.sep)) if os.path.basename(home.rstrip(os.sep)) == "bin" else None
-    stdlib = base and os.path.join(base, "lib", f"python{x_y}")
-    if stdlib is None or not os.path.isfile(os.path.join(stdlib, "os.py")):
-        return None  # a layout of its own: the interpreter knows where its library is
-    sites = [os.path.join(prefix, "lib", f"python{x_y}{t}", "site-packages") for t in ("", "t")]
-    sites = [site for site in sites if os.path.isdir(site)]
-    if len(sites) != 1:
-        return None  # none, or a free-threaded build beside a default one: which is this?
-    path = [*_pythonpath(env), stdlib, os.path.join(stdlib, "lib-dynload")]
-    return Target(version, prefix, *_with_sites(path, sites))
-
-
-def _ask(interpreter: str, env: dict[str, str], venv_prefix: str | None) -> Target | str:
+def ask(executable: str, argv: list[str], options: Options, env: dict[str, str]) -> Answer | str | None:
+    """Ask the interpreter ``executable`` what the program of the command line ``argv`` (the interpreter first,
+    as ``run`` will start it, with ``env``) resolves: its :class:`Answer`; None if that start found the CRNG ready
+    (the program's start then reads a full-strength hash secret without waiting); or why it can't be known."""
     import subprocess
 
+    question = [argv[0], *options.options, "-c", ASK_CODE, _hashseed.QUESTION, *argv]
     try:
         result = subprocess.run(
-            [interpreter, "-S", DESCRIBE],
+            question,
+            executable=executable,
             env={**env, _hashseed.VARIABLE: "0"},
             stdin=subprocess.DEVNULL,
             capture_output=True,
             timeout=ASK_TIMEOUT,
         )
+    except subprocess.TimeoutExpired:
+        return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=f"no answer in {ASK_TIMEOUT:g} s")
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
-        return _messages.RUN_TARGET_SILENT.format(reason=exc)
-    fields = os.fsdecode(result.stdout).split("\0")
-    version = _version(fields[0])
-    if result.returncode != 0 or version is None or len(fields) < 2 or not os.path.isabs(fields[1]):
-        return _messages.RUN_TARGET_SILENT.format(reason=f"exit status {result.returncode}")
-    prefix = venv_prefix or fields[1]
-    if version < (3, 8):
-        return Target(version, prefix, [], False)
-    path = [field[1:] for field in fields[2:] if field.startswith("P")]
-    user = [field[1:] for field in fields[2:] if field.startswith("U")]
-    sites = [field[1:] for field in fields[2:] if field.startswith("S")]
-    if venv_prefix is not None:  # site.venv() puts the venv's own first, and the user's only beside the system's
-        x_y = f"{version[0]}.{version[1]}"
-        sites = [os.path.join(venv_prefix, "lib", f"python{x_y}", "site-packages"), *sites]
-    return Target(version, prefix, *_with_sites(path, [*user, *sites]))
+        return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=exc)
+    lines = [line for line in os.fsdecode(result.stdout).splitlines() if line.startswith(_hashseed.ANSWER + " ")]
+    words = lines[-1].split(" ")[1:] if lines else []
+    if len(words) < 3:
+        said = os.fsdecode(result.stderr).strip().splitlines()
+        reason = f"exit status {result.returncode}" + (f": {said[-1]}" if said else "")
+        return _messages.RUN_TARGET_SILENT.format(interpreter=argv[0], reason=_sources.clip(reason, 200))
+    return _read_answer(words[0], words[1], words[2], words[3:])
 
 
-def inspect(interpreter: str, env: dict[str, str]) -> Target | str:
-    """The interpreter ``run`` is about to start with ``env``, or why it can't be known."""
-    venv = _venv(interpreter)
-    if venv is not None:
-        found = _from_files(*venv, env)
-        if found is not None:
-            return found
-    return _ask(interpreter, env, None if venv is None else venv[0])
+def _read_answer(version: str, how: str, kind: str, rest: list[str]) -> Answer | str | None:
+    """An answer's line, after its first word: the interpreter's version, how its shim started (``-`` if none),
+    then ``resolved POLICY ON_TIMEOUT TIMEOUT MODE``, ``ready``, ``error NAME``, or where no shim answered, the
+    ``-c`` code's ``none NO_SITE IGNORE_ENVIRONMENT``."""
+    if kind == "resolved" and len(rest) == 4:
+        policy, on_timeout, timeout, mode = rest
+        try:
+            seconds = None if timeout == "none" else float(timeout)
+        except ValueError:
+            seconds = None
+        return Answer(policy, on_timeout, seconds, mode == "report")
+    if kind == "ready":
+        return None
+    if kind == "error":
+        return _messages.RUN_TARGET_FAILED.format(error=_sources.clip(" ".join(rest), 200))
+    major, _, minor = version.partition(".")
+    if kind != "none" or not major.isdigit() or not minor.isdigit():
+        words = _sources.clip(" ".join([version, how, kind, *rest]), 200)
+        return _messages.RUN_TARGET_SILENT.format(interpreter="it", reason=f"an answer it can't read: {words}")
+    if (int(major), int(minor)) < (3, 8):
+        return _messages.RUN_OLD_PYTHON.format(version=version)
+    if rest[:1] == ["1"]:
+        return _messages.RUN_NO_SITE
+    if rest[1:2] == ["1"]:
+        return _messages.RUN_IGNORES_ENVIRONMENT.format(option="-E or -I")
+    if how == "-":
+        return _messages.RUN_NO_SHIM_THERE
+    from .. import _readiness
+
+    # A shim started and did not answer: it found the CRNG ready, unless the kernel says otherwise now.
+    return None if _readiness.kernel_state() != _readiness.UNREADY else _messages.RUN_SHIM_SILENT
 
 
-def _safe_path(argv: list[str], env: dict[str, str], target: Target) -> bool:
-    """Whether the command's interpreter leaves the current directory off ``sys.path`` (3.11+: ``-P``, ``-I``,
-    or ``PYTHONSAFEPATH`` without ``-E``), as its ``-m`` then does. Options are read as
-    :func:`urandom_shim._programs.python_target` reads them."""
-    if target.version < (3, 11):
-        return False
-    flags = ""
-    index = 1
-    while index < len(argv):
-        arg = argv[index]
-        index += 1
-        if arg in ("--", "-") or not arg.startswith("-"):
-            break
-        if arg.startswith("--"):
-            index += 1 if arg == "--check-hash-based-pycs" else 0
-            continue
-        for position, flag in enumerate(arg[1:], start=1):
-            if flag in "mc":
-                index = len(argv)
-                break
-            if flag in "XW":  # its value is the rest of the cluster, or the next argument
-                index += 0 if arg[position + 1 :] else 1
-                break
-            flags += flag
-    return "P" in flags or "I" in flags or (bool(env.get("PYTHONSAFEPATH")) and "E" not in flags)
-
-
-def invocation(target: Target, argv: list[str], env: dict[str, str] | None = None) -> _sources.Invocation | str:
-    """What the shim of ``target`` will see as its program's invocation for the command line ``argv`` (the
-    interpreter first), or why it can't be known: for ``-m``, the module's package on ``target``'s ``sys.path``;
-    for a console-script launcher, its module there; for a script, its directory; for ``-c`` and stdin, the
-    current directory. A module not found there is looked for where an editable install's import hook maps it
-    (:mod:`urandom_shim._editables`); one behind any other import hook, or a path that a ``.pth`` import line adds,
-    can't be known."""
-    env = {} if env is None else env
-    kind, name = _programs.python_target(argv)
-    try:
-        cwd: str | None = os.getcwd()
-    except OSError:
-        cwd = None
-    if kind == "-m" and name is not None:
-        first = [] if cwd is None or _safe_path(argv, env, target) else [cwd]
-        module, program, search = name, name, first + target.path
-        how = f"-m {module}"
-    elif kind == "script" and name is not None:
-        launched = _programs.launcher_target(os.path.realpath(name))
-        if launched is None:
-            return _sources.invocation([name])
-        module, program, search = launched, os.path.basename(os.path.normpath(name)), target.path
-        how = f"console script {program}, which runs {module}"
-    else:
-        return _sources.Invocation(cwd, None)
-    anchor, package = _programs.find_module(module, search, _sources.installation_directory)
-    if anchor is None:  # an editable install's import hook in the target's site-packages, as its shim will find it
-        from .. import _editables
-
-        editable = _editables.find_editable(module, search)
-        if editable is None:
-            return _messages.RUN_MODULE_NOT_FOUND.format(module=module, interpreter=argv[0])
-        anchor, package, hook = editable
-        rule = _messages.RULE_EDITABLE_HOOK.format(how=how, anchor=anchor, hook=hook)
-        return _sources.Invocation(anchor, program, rule=rule, package=package)
-    return _sources.Invocation(anchor, program, rule=f"{how}: the module's package, {anchor}", package=package)
+__all__ = ["ASK_CODE", "Answer", "Options", "ask", "keeps_the_seed", "read_options"]

@@ -10,26 +10,47 @@ add findings under them; it cannot make a finding go away, on its own machine or
 
 from __future__ import annotations
 
-import os
+from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple, TypedDict
 
-from .verdict import RANK, SAID, call_site, group, program_name
+from .shapes import Assembled, BootSeen, CallSite, Counted, Figures, Machine, Program, Spread, StalledUnit
+from .sources import Line, Stall
+from .verdict import RANK, call_site, group, program_name, said
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Callable, Iterable
+    from .._events import Record
 
-
-#: The most files ``--events DIR`` reads, and how deep it goes.
-MAX_EVENTS_FILES = 100_000
-MAX_DEPTH = 8
 #: The rows the text shows of each list before "and N more".
 SHOWN = 10
 
 
-def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = None) -> dict[str, Any]:
-    """An empty boot: what its sources say of it is added with :func:`note`. ``machine`` tells machines apart in the
-    counts: the machine id, else what the boot was read from (an events file whose records name no machine is one
-    machine)."""
+class Boot(TypedDict):
+    """One boot of the report, as its sources say (:func:`note`): its ids (``machine`` tells machines apart in the
+    counts: the machine id, else what the boot was read from, as an events file whose records name no machine is one
+    machine), what is known of it, its events from events files and from journals, its stalls, the files it was read
+    from, and the journal lines rejected and unread (counted; the first 20 of each kept)."""
+
+    machine: Optional[str]
+    machine_id: Optional[str]
+    boot_id: Optional[str]
+    hostname: Optional[str]
+    image: Optional[str]
+    kernel: Optional[str]
+    first_boot: Optional[bool]
+    first_seen: Optional[float]
+    crng_init_done: Optional[float]
+    file_events: List[Record]
+    journal_events: List[Record]
+    stalls: List[Stall]
+    sources: List[str]
+    rejected: int
+    rejected_lines: List[Line]
+    unread: int
+    unread_lines: List[Line]
+
+
+def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = None) -> Boot:
+    """An empty boot: what its sources say of it is added with :func:`note`."""
     return {
         "machine": machine or machine_id,
         "machine_id": machine_id,
@@ -44,72 +65,45 @@ def new_boot(machine_id: str | None, boot_id: str | None, machine: str | None = 
         "journal_events": [],
         "stalls": [],
         "sources": [],
+        "rejected": 0,
+        "rejected_lines": [],
+        "unread": 0,
+        "unread_lines": [],
     }
 
 
-def note(boot: dict[str, Any], **said: Any) -> None:
+def note(boot: Boot, **said: Any) -> None:
     """Add what a source says of a boot. A text already known is kept (the first source to say it), a first boot
     is one if any source says so, and of two ``crng init done`` times the later counts (as :mod:`.journal_facts`
     merges file sets: a machine forging another's ids can't move it earlier)."""
-    for name in ("hostname", "image", "kernel"):
-        if boot[name] is None and isinstance(said.get(name), str) and said[name]:
-            boot[name] = said[name]
+    if boot["hostname"] is None:
+        boot["hostname"] = _text(said.get("hostname"))
+    if boot["image"] is None:
+        boot["image"] = _text(said.get("image"))
+    if boot["kernel"] is None:
+        boot["kernel"] = _text(said.get("kernel"))
     if said.get("first_boot") is True:
         boot["first_boot"] = True
     elif said.get("first_boot") is False and boot["first_boot"] is None:
         boot["first_boot"] = False
-    for name, pick in (("crng_init_done", max), ("first_seen", min)):
-        value = said.get(name)
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
-            boot[name] = value if boot[name] is None else pick(boot[name], value)
+    crng, seen = _number(said.get("crng_init_done")), _number(said.get("first_seen"))
+    if crng is not None:
+        boot["crng_init_done"] = crng if boot["crng_init_done"] is None else max(boot["crng_init_done"], crng)
+    if seen is not None:
+        boot["first_seen"] = seen if boot["first_seen"] is None else min(boot["first_seen"], seen)
 
 
-def events_files(paths: Iterable[str]) -> tuple[list[str], list[tuple[str, str]]]:
-    """The events files that ``--events`` names: a file as given, and a directory's regular files below it (not
-    hidden ones, symlinks not followed, at most :data:`MAX_DEPTH` levels and :data:`MAX_EVENTS_FILES` files), in
-    name order. Returns (files, problems): a problem is (path, why) for a directory that can't be listed."""
-    import stat
-
-    files: list[str] = []
-    problems: list[tuple[str, str]] = []
-    for path in paths:
-        try:
-            found = os.stat(path)
-        except OSError:
-            files.append(path)  # reading it says what is wrong with it
-            continue
-        if not stat.S_ISDIR(found.st_mode):
-            files.append(path)
-            continue
-        _walk(path, 0, files, problems)
-    return files, problems
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) and value else None
 
 
-def _walk(directory: str, depth: int, files: list[str], problems: list[tuple[str, str]]) -> None:
-    import stat
-
-    try:
-        names = sorted(os.listdir(directory))
-    except OSError as exc:
-        problems.append((directory, f"can't be listed ({exc.strerror or type(exc).__name__})"))
-        return
-    for name in names:
-        if name.startswith(".") or len(files) >= MAX_EVENTS_FILES:
-            continue
-        path = os.path.join(directory, name)
-        try:
-            found = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISREG(found.st_mode):
-            files.append(path)
-        elif stat.S_ISDIR(found.st_mode) and depth < MAX_DEPTH:
-            _walk(path, depth + 1, files, problems)
+def _number(value: object) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:
+        return value
+    return None
 
 
-def boot_of(
-    boots: dict[Any, dict[str, Any]], machine_id: str | None, boot_id: str | None, machine: str | None = None
-) -> dict[str, Any]:
+def boot_of(boots: Dict[Any, Boot], machine_id: str | None, boot_id: str | None, machine: str | None = None) -> Boot:
     """The boot of these ids, made if new."""
     key = (machine or machine_id, boot_id)
     boot = boots.get(key)
@@ -118,15 +112,15 @@ def boot_of(
     return boot
 
 
-def text_field(record: dict[str, Any], name: str) -> str | None:
-    value = record.get(name)
+def text_field(value: object) -> str | None:
+    """A record's field as text: None unless it is a string that is not empty."""
     return value if isinstance(value, str) and value else None
 
 
 # -- per boot, then per program ------------------------------------------------------------------------------------
 
 
-def programs_of(boot: dict[str, Any]) -> list[dict[str, Any]]:
+def programs_of(boot: Boot) -> list[Program]:
     """One boot's programs, as one machine's report groups them: the records of its events files, and the journal's
     lines that no record of the same boot already holds as the same call (same program, process, call site and what
     was done there; dropping the journal's copy of it then changes no verdict and no count)."""
@@ -135,17 +129,24 @@ def programs_of(boot: dict[str, Any]) -> list[dict[str, Any]]:
     return group(events, crng if isinstance(crng, (int, float)) else None)
 
 
-#: What makes two calls of two boots the same row of a merged program.
-CALL_KEY = ("call", "caller", "site", "policy", "policy_source", "mode", "action", "would")
+def _call_key(call: CallSite) -> Tuple[object, ...]:
+    """What makes two calls of two boots the same row of a merged program: the call site, what was done there, and
+    what every policy would do there (so that no machine's outcome is merged away into another's)."""
+    return (
+        call["call"], call["caller"], call["site"], call["policy"], call["policy_source"], call["mode"],
+        call["action"], call["would"], tuple(sorted(call["outcomes"].items())), call["inferred"],
+    )  # fmt: skip
 
 
-def merge(per_boot: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[dict[str, Any]]:
+def merge(per_boot: list[tuple[Boot, list[Program]]]) -> list[Program]:
     """The programs of every boot, one entry per program name: its calls merged by call site and what was done
     there, each with how many machines and boots made it; ``under`` the worst of every boot's, so no boot's finding
     is lost; ``machines``, ``boots``, ``first_boots`` and ``later_boots`` counted, and the images and kernels it ran
     on (machines per name). One boot's programs come out as that boot's report has them, with the counts added."""
-    merged: dict[str, dict[str, Any]] = {}
-    seen: dict[str, dict[str, set[Any]]] = {}
+    merged: dict[str, Program] = {}
+    seen: dict[str, dict[str, set[object]]] = {}
+    calls: dict[str, dict[Tuple[object, ...], CallSite]] = {}
+    where: dict[int, tuple[set[object], set[object]]] = {}  # id(call) -> (machines, boots) it was made on
     for boot, programs in per_boot:
         machine = boot["machine"]
         key = (machine, boot["boot_id"])
@@ -154,34 +155,40 @@ def merge(per_boot: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[d
             into = merged.get(name)
             sets = seen.setdefault(name, {"machines": set(), "boots": set(), "first": set(), "later": set()})
             if into is None:
-                into = merged[name] = dict(program, calls=[], images={}, kernels={})
-                into["under"] = dict(program["under"])
+                into = merged[name] = {
+                    **program,
+                    "calls": [],
+                    "images": {},
+                    "kernels": {},
+                    "under": dict(program["under"]),
+                }
+                calls[name] = {}
             else:
                 _merge_program(into, program)
             if machine not in sets["machines"]:
-                for what, value in (("images", boot.get("image")), ("kernels", boot.get("kernel"))):
+                for ran_on, value in ((into["images"], boot.get("image")), (into["kernels"], boot.get("kernel"))):
                     if value:
-                        into[what][value] = into[what].get(value, 0) + 1
+                        ran_on[value] = ran_on.get(value, 0) + 1
             sets["machines"].add(machine)
             sets["boots"].add(key)
             if boot.get("first_boot") is True:
                 sets["first"].add(key)
             elif boot.get("first_boot") is False:
                 sets["later"].add(key)
-            calls = {tuple(call.get(name) for name in CALL_KEY): call for call in into["calls"]}
             for call in program["calls"]:
-                ident = tuple(call.get(name) for name in CALL_KEY)
-                known = calls.get(ident)
+                ident = _call_key(call)
+                known = calls[name].get(ident)
                 if known is None:
-                    known = calls[ident] = dict(call, machines=set(), boots=set())
+                    known = calls[name][ident] = {**call}
                     into["calls"].append(known)
+                    where[id(known)] = (set(), set())
                 else:
                     known["count"] += call["count"]
                     known["waited"] = max(known["waited"], call["waited"])
                     if call["first"] is not None and (known["first"] is None or call["first"] < known["first"]):
                         known["first"] = call["first"]
-                known["machines"].add(machine)
-                known["boots"].add(key)
+                where[id(known)][0].add(machine)
+                where[id(known)][1].add(key)
     result = []
     for name, program in merged.items():
         sets = seen[name]
@@ -190,39 +197,43 @@ def merge(per_boot: list[tuple[dict[str, Any], list[dict[str, Any]]]]) -> list[d
         program["first_boots"] = len(sets["first"])
         program["later_boots"] = len(sets["later"])
         for call in program["calls"]:
-            call["machines"] = len(call["machines"])
-            call["boots"] = len(call["boots"])
+            machines_, boots_ = where[id(call)]
+            call["machines"], call["boots"] = len(machines_), len(boots_)
         program["calls"].sort(key=lambda c: (c["first"] is None, c["first"] or 0.0))
         result.append(program)
     result.sort(key=lambda p: (-p["machines"], p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
     return result
 
 
-def _merge_program(into: dict[str, Any], program: dict[str, Any]) -> None:
+def _merge_program(into: Program, program: Program) -> None:
     for policy, found in program["under"].items():
         if RANK[found] > RANK[into["under"][policy]]:
             into["under"][policy] = found
-    for name in ("first_call", "first_call_after_crng"):
-        if program[name] is not None and (into[name] is None or program[name] < into[name]):
-            into[name] = program[name]
+    for first, taken in ((program["first_call"], "first_call"), (program["first_call_after_crng"], "after")):
+        if first is None:
+            continue
+        if taken == "first_call" and (into["first_call"] is None or first < into["first_call"]):
+            into["first_call"] = first
+        if taken == "after" and (into["first_call_after_crng"] is None or first < into["first_call_after_crng"]):
+            into["first_call_after_crng"] = first
     into["longest_wait"] = max(into["longest_wait"], program["longest_wait"])
     into["simulated"] = into["simulated"] and program["simulated"]
-    for name in ("pids", "uids"):
-        for value in program[name]:
-            if value not in into[name] and len(into[name]) < 64:
-                into[name].append(value)
-    for name in ("unit", "program", "argv"):
-        if into[name] is None:
-            into[name] = program[name]
+    for ours, theirs in ((into["pids"], program["pids"]), (into["uids"], program["uids"])):
+        for value in theirs:
+            if value not in ours and len(ours) < 64:
+                ours.append(value)
+    into["unit"] = into["unit"] if into["unit"] is not None else program["unit"]
+    into["program"] = into["program"] if into["program"] is not None else program["program"]
+    into["argv"] = into["argv"] if into["argv"] is not None else program["argv"]
 
 
 # -- machines and the fleet's figures --------------------------------------------------------------------------------
 
 
-def machines(boots: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+def machines(boots: Iterable[Boot]) -> list[Machine]:
     """One entry per machine id (None: the boots whose sources named no machine): its hostname, how many boots,
     whether a first boot was among them, its image and kernels."""
-    found: dict[str | None, dict[str, Any]] = {}
+    found: dict[str | None, Machine] = {}
     for boot in boots:
         entry = found.setdefault(
             boot["machine"],
@@ -231,15 +242,14 @@ def machines(boots: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
         )  # fmt: skip
         entry["boots"] += 1
         entry["first_boot"] = entry["first_boot"] or boot["first_boot"] is True
-        for name in ("hostname", "image"):
-            if entry[name] is None:
-                entry[name] = boot[name]
+        entry["hostname"] = entry["hostname"] if entry["hostname"] is not None else boot["hostname"]
+        entry["image"] = entry["image"] if entry["image"] is not None else boot["image"]
         if boot["kernel"] and boot["kernel"] not in entry["kernels"]:
             entry["kernels"].append(boot["kernel"])
     return sorted(found.values(), key=lambda m: (m["hostname"] is None, m["hostname"] or "", m["machine_id"] or ""))
 
 
-def spread(values: list[float]) -> dict[str, Any]:
+def spread(values: list[float]) -> Spread:
     """How many, median, 95th percentile (nearest rank) and max of ``values``; None for each when there are none."""
     ordered = sorted(values)
     if not ordered:
@@ -255,34 +265,34 @@ def spread(values: list[float]) -> dict[str, Any]:
     }
 
 
-def figures(boots: list[dict[str, Any]]) -> dict[str, Any]:
+def figures(boots: list[Boot]) -> Figures:
     """The fleet's figures: machines, boots and first boots; ``crng init done`` across boots (every boot, first
     boots, later boots; and how many boots did not say); machines per image and kernel; the units that stalled."""
     crng_all = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None]
     first = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None and b["first_boot"] is True]
     later = [b["crng_init_done"] for b in boots if b["crng_init_done"] is not None and b["first_boot"] is False]
-    images: dict[str, set[Any]] = {}
-    kernels: dict[str, set[Any]] = {}
-    stalled: dict[str, dict[str, Any]] = {}
+    images: dict[str, set[object]] = {}
+    kernels: dict[str, set[object]] = {}
+    stalled: dict[str, tuple[set[object], set[object], list[float], list[str]]] = {}
     for boot in boots:
         key = (boot["machine"], boot["boot_id"])
-        for name, into in (("image", images), ("kernel", kernels)):
-            if boot[name]:
-                into.setdefault(boot[name], set()).add(boot["machine"])
+        for value, into in ((boot["image"], images), (boot["kernel"], kernels)):
+            if value:
+                into.setdefault(value, set()).add(boot["machine"])
         for stall in boot["stalls"]:
-            entry = stalled.setdefault(
-                stall["unit"], {"unit": stall["unit"], "machines": set(), "boots": set(), "lost": [], "avoid": []}
-            )
-            entry["machines"].add(boot["machine"])
-            entry["boots"].add(key)
-            entry["lost"].append(stall["lost"])
-            entry["avoid"] = entry["avoid"] or stall.get("avoid") or []
-    stalls = []
-    for entry in stalled.values():
-        lost = spread(entry.pop("lost"))
-        entry.update(machines=len(entry["machines"]), boots=len(entry["boots"]), lost_median=lost["median"])
-        entry["lost_max"] = lost["max"]
-        stalls.append(entry)
+            on, of, lost, avoid = stalled.setdefault(stall["unit"], (set(), set(), [], []))
+            on.add(boot["machine"])
+            of.add(key)
+            lost.append(stall["lost"])
+            if not avoid:
+                avoid.extend(stall.get("avoid") or [])
+    stalls: list[StalledUnit] = []
+    for unit, (on, of, lost, avoid) in stalled.items():
+        found = spread(lost)
+        stalls.append(
+            {"unit": unit, "machines": len(on), "boots": len(of), "lost_median": found["median"],
+             "lost_max": found["max"], "avoid": avoid}
+        )  # fmt: skip
     stalls.sort(key=lambda s: (-s["machines"], -s["boots"], s["unit"]))
     return {
         "machines": len({b["machine"] for b in boots}),
@@ -300,12 +310,12 @@ def figures(boots: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def _counted(found: dict[str, set[Any]]) -> list[dict[str, Any]]:
-    rows = [{"name": name, "machines": len(ids)} for name, ids in found.items()]
+def _counted(found: dict[str, set[object]]) -> list[Counted]:
+    rows: list[Counted] = [{"name": name, "machines": len(ids)} for name, ids in found.items()]
     return sorted(rows, key=lambda row: (-row["machines"], row["name"]))
 
 
-def boots_json(boots: list[dict[str, Any]], programs: dict[Any, list[str]]) -> list[dict[str, Any]]:
+def boots_json(boots: list[Boot], programs: dict[tuple[str | None, str | None], list[str]]) -> list[BootSeen]:
     """Each boot as ``--json`` lists it: its ids, hostname, image, kernel, first boot, crng init done, where it was
     read, and the programs that called in its window."""
     return [
@@ -324,14 +334,14 @@ def boots_json(boots: list[dict[str, Any]], programs: dict[Any, list[str]]) -> l
     ]
 
 
-def assemble(boots: dict[Any, dict[str, Any]], progress: Callable[[], None] | None = None) -> dict[str, Any]:
+def assemble(boots: Dict[Any, Boot], progress: Callable[[], None] | None = None) -> Assembled:
     """Programs, machines, boots and the fleet's figures of ``boots`` (key -> boot, as :func:`new_boot` makes)."""
     ordered = sorted(
         boots.values(),
         key=lambda b: (b["machine"] is None, b["machine"] or "", b["first_seen"] is None, b["first_seen"] or 0),
     )
     per_boot = []
-    names: dict[Any, list[str]] = {}
+    names: dict[tuple[str | None, str | None], list[str]] = {}
     for boot in ordered:
         programs = programs_of(boot)
         names[(boot["machine"], boot["boot_id"])] = [program["name"] for program in programs]
@@ -347,7 +357,7 @@ def assemble(boots: dict[Any, dict[str, Any]], progress: Callable[[], None] | No
 # -- the same event from two sources ---------------------------------------------------------------------------------
 
 
-def unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def unseen(from_journal: list[Record], known: list[Record]) -> list[Record]:
     """The journal's events that the events file does not already hold (the same event reaches both sinks). Only an
     event the file holds under the same program, process and call site is the same: dropping the journal's copy then
     changes no verdict, whatever else a record in the file says."""
@@ -355,11 +365,11 @@ def unseen(from_journal: list[dict[str, Any]], known: list[dict[str, Any]]) -> l
     return [event for event in from_journal if _identity(event) not in seen]
 
 
-def _identity(event: dict[str, Any]) -> tuple[object, ...]:
+def _identity(event: Record) -> tuple[object, ...]:
     kind = event.get("event", "call")
-    # A call is the same only if the record says the same was done there: a record that claims another policy or
-    # action is a row of its own, so no record can drop the journal's line of a call (and with it its verdict).
-    said = tuple(event.get(name) for name in SAID) if kind == "call" else ()
+    # A call is the same only if the record says the same was done there, and the same of every policy: a record
+    # that claims another policy, action or outcome is a row of its own, so no record can drop the journal's line
+    # of a call (and with it its verdict).
     return (
         program_name(event),
         event.get("pid"),
@@ -367,5 +377,5 @@ def _identity(event: dict[str, Any]) -> tuple[object, ...]:
         event.get("call"),
         event.get("caller"),
         call_site(event),
-        *said,
+        *(said(event) if kind == "call" else ()),
     )

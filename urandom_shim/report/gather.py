@@ -1,189 +1,94 @@
-"""``urandom-shim report``'s facts: a boot's events (the events file, and the shim's lines in the journal), the
-kernel's ``crng init done`` and the units that stalled, gathered into one dict (what ``--json`` prints, format
-:data:`VERSION`). Every record is checked before it counts: a malformed one is skipped and counted.
+"""``urandom-shim report``'s facts, gathered along one path whatever was asked (:func:`gather_report`): a report is a
+fleet's, and one machine's report is a fleet of one. Its :class:`Inputs` say what to read (events files and
+directories, journal directories, this boot's journal or a saved one, the kernel log) and how to attribute a record
+that names no machine: to this machine's boot (one machine), or to a machine of its file's own (a fleet). Every
+source is read and checked the same way, and every finding is attributed to the machine and boot it came from
+(:mod:`urandom_shim.report.fleet`). The result is what ``--json`` prints, format :data:`VERSION`.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .. import _events
+from .. import _events, _messages
+from . import events_files
 from . import fleet as _fleet
-from . import journal as _journal
 from . import kernel_log as _kernel_log
-from . import shim_lines as _shim_lines
-from . import stalls as _stalls
-from .verdict import EMPTY_EVENTS_FILE, KNOWN_SITES, verdict
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any
-
+from .journal_facts import BootFacts
+from .sources import (
+    ABSENT,
+    Budget,
+    EventsSource,
+    KernelSource,
+    Kind,
+    Problem,
+    Report,
+    Source,
+    Sources,
+    problem,
+)
+from .verdict import verdict
 
 #: The version of ``report --json``'s format.
-VERSION = 2
+VERSION = 3
+#: The most rejected and unread journal lines ``--json`` lists (all are counted).
+MAX_REJECTED_SHOWN = 20
+#: The kernel line of a simulated run's report: its window was the simulation's.
+SIMULATED_KERNEL = (
+    "not part of this report: the window was simulated ({spec}), so the real kernel's CRNG, ready long ago, does not "
+    "say when it closed"
+)
 
 
-MAX_EVENTS_FILE = 64 * 1024 * 1024
+@dataclass
+class Inputs:
+    """What a report reads, and how. One machine's report names its events file (``events``, or the configured one
+    as ``events_default``, which may not exist yet), reads this boot's journal (``this_boot``) or a saved one
+    (``journal_file``) and the kernel log (``kernel_log``), and attributes a record that names no machine to this
+    machine's boot (``one_machine``). A fleet's names events files and directories, and journal directories."""
+
+    events: List[str] = field(default_factory=list)
+    events_default: Optional[str] = None
+    journal_dirs: List[str] = field(default_factory=list)
+    this_boot: bool = False
+    journal_file: Optional[str] = None
+    kernel_log: bool = False
+    one_machine: bool = False
+    simulated: Optional[str] = None
+    since: Optional[float] = None
+    allow_empty: bool = False
+    progress: Optional[Callable[[int, int, int], None]] = None
 
 
-# -- reading -------------------------------------------------------------------------------------------------------
-
-
-def read_events(path: str) -> tuple[list[dict[str, Any]], str | None, int]:
-    """The events in ``path``: (events, problem, records skipped); :func:`read_events_file` without the reasons."""
-    found = read_events_file(path)
-    return found["events"], found["problem"], sum(found["skipped"].values())
-
-
-def read_events_file(path: str) -> dict[str, Any]:
-    """What the events file ``path`` holds: events (the valid records), problem (None, or why nothing could be read:
-    it does not exist, can't be read, is not a regular file, or is too large), absent (True when it does not exist)
-    and skipped (reason -> how many records were skipped for it: a line that is not a JSON object, a record of
-    another format version, a field of the wrong type; see :func:`malformed`).
-
-    A file that is not a regular file (a FIFO, a device, a directory) is refused before anything is read, without
-    waiting for a writer."""
-    result: dict[str, Any] = {"events": [], "problem": None, "absent": False, "skipped": {}}
-    try:
-        data = _journal.read_regular(path, MAX_EVENTS_FILE)
-    except FileNotFoundError:
-        result.update(problem="no such file", absent=True)
-        return result
-    except _journal.NotRegular as exc:
-        result["problem"] = f"refused: {exc}"
-        return result
-    except _journal.TooLarge as exc:
-        result["problem"] = f"refused: {exc}, which no boot's events are"
-        return result
-    except OSError as exc:
-        result["problem"] = f"cannot be read ({exc.strerror or exc})"
-        return result
-    if not data.strip():
-        # The shim creates the file only to write a record to it: an empty one holds nothing, which is no verdict.
-        result.update(problem=EMPTY_EVENTS_FILE, absent=True)
-        return result
-    records, not_json = parse_records(data)
-    skipped: dict[str, int] = {}
-    if not_json:
-        skipped[NOT_A_RECORD] = not_json
-    for record in records:
-        why = malformed(record)
-        if why is not None:
-            skipped[why] = skipped.get(why, 0) + 1
-            continue
-        record["from"] = "file"
-        result["events"].append(record)
-    result["skipped"] = skipped
-    return result
-
-
-def parse_records(data: bytes) -> tuple[list[dict[str, Any]], int]:
-    """(records, lines that hold none) of the events file's bytes. Blank lines don't count: the shim starts each
-    write with a newline. A line that is not a JSON object as a whole counts for the record that ends it, if one
-    does: what a writer of an older shim, which began no new line, appended to a line another writer left unfinished
-    (the file is shared, mode 0622). That record is the end of the line from its last ``{"v":``: the shim writes
-    that only at the start of a record (a ``"`` in a string is escaped, and a record holds no object), so whatever
-    another writer left before it, the record is read as it was written, and one parse per line bounds the work.
-    The rest of the line is counted as a line skipped."""
-    import json
-
-    records: list[dict[str, Any]] = []
-    skipped = 0
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        record = _json_object(json, line)
-        if record is None:
-            skipped += 1
-            start = line.rfind(_RECORD_START)
-            record = _json_object(json, line[start:]) if start > 0 else None
-        if record is not None:
-            records.append(record)
-    return records, skipped
-
-
-#: How every record the shim writes begins (:func:`urandom_shim._events.dumps` writes ``v`` first).
-_RECORD_START = b'{"v":'
-
-
-def _json_object(json: Any, text: bytes) -> dict[str, Any] | None:
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
-        return None
-    return value if isinstance(value, dict) else None
-
-
-#: Why a line of the events file was skipped.
-NOT_A_RECORD = "not a JSON object"
-#: The fields of a record, and the types each may have (None: the field may be null or absent).
-_TEXT = (str, type(None))
-FIELDS: dict[str, tuple[type, ...]] = {
-    "event": (str,),
-    "call": (str,),
-    "caller": _TEXT,
-    "site": _TEXT,
-    "unit": _TEXT,
-    "program": _TEXT,
-    "policy": _TEXT,
-    "policy_source": _TEXT,
-    "mode": _TEXT,
-    "action": _TEXT,
-    "would": _TEXT,
-    "simulated": (str, bool, type(None)),
-    "argv": (list, type(None)),
-    "pid": (int, type(None)),
-    "boot_time": (int, float, type(None)),
-    "waited": (int, float, type(None)),
-    "count": (int, type(None)),
-    "machine_id": _TEXT,
-    "boot_id": _TEXT,
-    "hostname": _TEXT,
-    "image": _TEXT,
-    "kernel": _TEXT,
-    "first_boot": (bool, type(None)),
-    "test": _TEXT,
-}
-#: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
-_LIMITS = {"boot_time": _journal.MAX_SECONDS, "waited": _journal.MAX_SECONDS, "count": _journal.MAX_COUNT}
-MAX_NUMBER = 2**63
-#: The longest text a field of a record may hold: the shim clips its own to 300 characters.
-MAX_FIELD = 4096
-
-
-def malformed(record: dict[str, Any]) -> str | None:
-    """Why ``record`` is not a record this report can read (a short phrase), or None. Every field it uses must have
-    its type: text where text is due (at most :data:`MAX_FIELD` characters), a list of texts for ``argv``, a whole
-    number for ``pid`` and ``count`` (not negative), a finite number for the times; none larger than it can be
-    (a time or wait of at most 10**9 s, a count of at most 10**12)."""
-    version = record.get("v")
-    if version != _events.VERSION or isinstance(version, bool):
-        return f"of another format version than {_events.VERSION}"
-    if "call" not in record:
-        return "without a call"
-    for name, types in FIELDS.items():
-        if name not in record:
-            continue
-        value = record[name]
-        limit = _LIMITS.get(name, MAX_NUMBER)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            return f"with a {name} of the wrong type"
-        if isinstance(value, str) and len(value) > MAX_FIELD:
-            return f"with a {name} longer than {MAX_FIELD} characters"
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and not -limit <= value <= limit:
-            # NaN and infinities too; and a whole number of hundreds of digits, which no float holds nor sum shows
-            return f"with a {name} that is not a finite number in range"
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
-            return f"with a negative {name}"
-    if record.get("event", "call") not in ("call", "repeat"):
-        return "of an unknown event kind"
-    if record.get("site") is not None and record["site"] not in KNOWN_SITES:
-        return "with an unknown site"
-    argv = record.get("argv") or []
-    if len(argv) > 4096 or not all(isinstance(arg, str) and len(arg) <= MAX_FIELD for arg in argv):
-        return "with an argv that is not a list of texts"
-    return None
+def gather(
+    events_path: str | None,
+    *,
+    journal: bool = True,
+    journal_file: str | None = None,
+    simulated: str | None = None,
+    since: float | None = None,
+    named: bool = True,
+    allow_empty: bool = False,
+) -> Report:
+    """One machine's report: its events file ``events_path`` (``named`` on the command line, or the configured one),
+    this boot's journal (``journal``) or a saved one (``journal_file``), and the kernel log. ``simulated``: the
+    simulation the events were recorded under (``simulate --report-only``): the real kernel's ``crng init done`` is
+    then not part of the story."""
+    return gather_report(
+        Inputs(
+            events=[events_path] if events_path is not None and named else [],
+            events_default=None if named else events_path,
+            this_boot=journal and journal_file is None,
+            journal_file=journal_file,
+            kernel_log=True,
+            one_machine=True,
+            simulated=simulated,
+            since=since,
+            allow_empty=allow_empty,
+        )
+    )
 
 
 def default_events_path() -> str | None:
@@ -199,186 +104,241 @@ def default_events_path() -> str | None:
     return _events.DEFAULT_FILE if os.path.exists(_events.DEFAULT_FILE) else None
 
 
-def gather(
-    events_path: str | None,
-    *,
-    journal: bool = True,
-    journal_file: str | None = None,
-    simulated: str | None = None,
-    since: float | None = None,
-) -> dict[str, Any]:
-    """Every fact of one machine's report, as ``--json`` prints it. ``simulated``: the simulation the events were
-    recorded under (``simulate --report-only``): the real kernel's ``crng init done`` is then not part of the story.
+def gather_report(inputs: Inputs) -> Report:
+    """Every fact of the report that ``inputs`` asks for, as ``--json`` prints it. Each source says whether it was
+    read (``read``), what could not be read (``problems``, each a kind), and whether there was simply nothing there
+    (``absent``)."""
+    boots: Dict[Any, _fleet.Boot] = {}
+    sources: Sources = {}
+    journal_boots: List[BootFacts] = []
+    budget = Budget()  # the findings the report holds, over every source
+    if inputs.this_boot or inputs.journal_file is not None:
+        from . import journal_boot
 
-    Each source says whether it was read (``read``), and if not, whether there was simply nothing there (``absent``:
-    a file that does not exist, no journalctl, no journal of this boot) or it could not be read (a problem).
+        if inputs.journal_file is not None:
+            found = journal_boot.read_saved(inputs.journal_file, budget=budget)
+        else:
+            found = journal_boot.read_this_boot(budget=budget)
+        sources["journal"] = found.source
+        journal_boots += found.boots
+    if inputs.journal_dirs:
+        from . import journal_dir
 
-    The events file is this machine's: a record that names no machine and no boot (an older shim's) is of the boot
-    the journal is of. Records of other boots (a persistent events file) are each their boot's."""
-    sources: dict[str, Any] = {}
-    file_events: list[dict[str, Any]] = []
-    if events_path is not None:
-        found = read_events_file(events_path)
-        file_events = found["events"]
-        sources["events"] = _events_source(events_path, found)
+        def step(done: int, total: int, seen: int) -> None:
+            if inputs.progress is not None:
+                inputs.progress(done, total, seen)
+
+        dirs = journal_dir.read_journal_dirs(inputs.journal_dirs, progress=step, budget=budget)
+        sources["journal_dirs"] = dirs.sources
+        journal_boots += dirs.boots
+    for facts in journal_boots:
+        _add_journal(boots, facts)
+    here = _here(journal_boots) if inputs.one_machine else None
+    local = _fleet.boot_of(boots, *here) if here is not None else None
+    if inputs.events or inputs.events_default is not None or inputs.one_machine:
+        sources["events"] = _read_events(inputs, boots, here, budget)
+    crng, kernel = _kernel(inputs, boots, local, journal_boots)
+    sources["kernel"] = kernel
+    if local is not None and len(boots) > 1 and not _holds_anything(local) and not journal_boots:
+        del boots[(local["machine"], local["boot_id"])]  # this machine was only asked for its ids
+    return _report(inputs, sources, boots, crng)
+
+
+def _add_journal(boots: Dict[Any, _fleet.Boot], facts: BootFacts) -> None:
+    boot = _fleet.boot_of(boots, facts["machine_id"], facts["boot_id"])
+    _fleet.note(
+        boot,
+        hostname=facts["hostname"],
+        kernel=facts["kernel"],
+        first_boot=facts["first_boot"],
+        crng_init_done=facts["crng_init_done"],
+        first_seen=facts["first_seen"],
+    )
+    for event in facts["events"]:
+        event["machine_id"], event["boot_id"], event["hostname"] = (
+            facts["machine_id"],
+            facts["boot_id"],
+            facts["hostname"],
+        )
+    boot["journal_events"].extend(facts["events"])
+    boot["stalls"].extend(facts["stalls"])
+    boot["sources"].extend(path for path in facts["files"] if path not in boot["sources"])
+    boot["rejected"] += facts["rejected"]["count"]
+    boot["rejected_lines"] += facts["rejected"]["lines"][: MAX_REJECTED_SHOWN - len(boot["rejected_lines"])]
+    boot["unread"] += facts["unread"]["count"]
+    boot["unread_lines"] += facts["unread"]["lines"][: MAX_REJECTED_SHOWN - len(boot["unread_lines"])]
+
+
+def _here(journal_boots: List[BootFacts]) -> Tuple[Optional[str], Optional[str]]:
+    """The (machine id, boot id) of this machine's report: its journal's boot, else this machine's own ids."""
+    for facts in reversed(journal_boots):
+        if facts["machine_id"] or facts["boot_id"]:
+            return facts["machine_id"], facts["boot_id"]
+    if journal_boots:  # entries that name no machine and no boot: still this machine's journal
+        return None, None
+    found = _events.machine()
+    return found["machine_id"], found["boot_id"]
+
+
+def _read_events(
+    inputs: Inputs, boots: Dict[Any, _fleet.Boot], here: Tuple[Optional[str], Optional[str]] | None, budget: Budget
+) -> EventsSource:
+    """Read every events file the inputs name into ``boots``: a record is its machine's and boot's as it names them;
+    one that names neither is this machine's boot (one machine), or a machine of its file's own (a fleet)."""
+    named = list(events_files.files(inputs.events))
+    walked = [found for found in named if found.problem is None]
+    problems: List[Problem] = [found.problem for found in named if found.problem is not None]
+    paths = [(found.path, True) for found in walked]
+    if inputs.events_default is not None:
+        paths.append((inputs.events_default, False))
+    records = files = empty = 0
+    skipped: Dict[str, int] = {}
+    for done, (path, given) in enumerate(paths, 1):
+        read = events_files.read_events_file(path, named=given)
+        trouble = read["problem"]
+        if trouble is None:
+            files += 1
+        elif trouble["kind"] is Kind.EMPTY and inputs.allow_empty:
+            empty += 1
+            problems.append(trouble)
+            if here is None:  # a fleet's machine that wrote nothing: one without events
+                _fleet.boot_of(boots, None, None, machine=f"file {path}")["sources"].append(path)
+        else:
+            problems.append(trouble)
+        for reason, count in read["skipped"].items():
+            skipped[reason] = skipped.get(reason, 0) + count
+        granted = budget.take(len(read["events"]))
+        if granted < len(read["events"]):
+            count = len(read["events"]) - granted
+            text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=count, limit=budget.limit)
+            problems.append(problem(Kind.TOO_MANY_FINDINGS, path, text))
+            del read["events"][granted:]
+        records += len(read["events"])
+        for event in read["events"]:
+            ids = (_fleet.text_field(event.get("machine_id")), _fleet.text_field(event.get("boot_id")))
+            if ids == (None, None) and here is not None:
+                boot = _fleet.boot_of(boots, *here)
+            else:  # records that name no machine: the file is one machine's, unnamed
+                boot = _fleet.boot_of(boots, *ids, machine=None if ids[0] else f"file {path}")
+            _fleet.note(boot, **event)
+            boot["file_events"].append(event)
+            if path not in boot["sources"]:
+                boot["sources"].append(path)
+        if inputs.progress is not None and not inputs.one_machine:
+            inputs.progress(done, len(paths), len(boots))
+    read_any = files > 0
+    if read_any:
+        source_problem = None
+    elif not paths:
+        source_problem = (
+            _messages.REPORT_NO_EVENTS_FILE_IN_IT if inputs.events else _messages.REPORT_NO_EVENTS_CONFIGURED
+        )
+    elif len(paths) == 1 and problems and problems[-1]["path"] == paths[0][0]:
+        source_problem = problems[-1]["problem"]  # said of the file itself, the source's path
     else:
-        sources["events"] = {
-            "path": None,
-            "records": 0,
-            "skipped": 0,
-            "skipped_why": {},
-            "problem": "no events file configured",
-            "read": False,
-            "absent": True,
-        }
-    entries: list[dict[str, Any]] | None = None
-    journal_events: list[dict[str, Any]] = []
-    if journal or journal_file is not None:
-        entries, problem = _journal.read_journal(journal_file)
-        # A timestamp that is no time since boot: the entry is kept (a line of the shim still counts, as a finding
-        # can only be added), without a time, and counted.
-        untimed = sum(1 for entry in entries if _journal.bad_time(entry))
-        journal_events, rejected = _shim_lines.journal_events(entries) if entries else ([], [])
-        sources["journal"] = {
-            "path": journal_file or "journalctl -b",
-            "entries": len(entries),
-            "records": len(journal_events),
-            "rejected": len(rejected),
-            "rejected_lines": rejected[:MAX_REJECTED_SHOWN],
-            "untimed": untimed,
-            "problem": problem,
-            "read": problem is None,
-            "absent": _journal.absent(problem),
-        }
-    events = file_events + journal_events
+        source_problem = _messages.REPORT_NO_EVENTS_FILE_READ.format(files=len(paths))
+    all_paths = [*inputs.events, *([inputs.events_default] if inputs.events_default else [])]
+    return {
+        "path": ", ".join(all_paths) if all_paths else None,
+        "paths": all_paths,
+        "problems": problems,
+        "problem": source_problem,
+        "read": read_any,
+        "absent": not read_any and all(p["kind"] in ABSENT for p in problems) and (bool(problems) or not paths),
+        "files": files,
+        "records": records,
+        "skipped": sum(skipped.values()),
+        "skipped_why": skipped,
+        "empty": empty,
+    }
+
+
+def _kernel(
+    inputs: Inputs,
+    boots: Dict[Any, _fleet.Boot],
+    local: _fleet.Boot | None,
+    journal_boots: List[BootFacts],
+) -> Tuple[Optional[float], KernelSource]:
+    """``crng init done`` of this machine's report (None over a fleet, where each boot has its own), and where it
+    came from. A window that every event says was simulated is not the real kernel's."""
+    if not inputs.one_machine:
+        return None, {"crng_init_done": None, "source": "each boot's own journal", "simulated": False}
+    simulated = inputs.simulated
+    events = [event for boot in boots.values() for event in (*boot["file_events"], *boot["journal_events"])]
     if simulated is None and events and all(event.get("simulated") for event in events):
         # Every event was recorded in a simulated window (a CI dry run's events file, read on its own later): the
         # real kernel's crng init done, long past, is no more part of this story than in simulate's own report.
-        given = [event["simulated"] for event in events if isinstance(event.get("simulated"), str)]
+        given = [spec for spec in (event.get("simulated") for event in events) if isinstance(spec, str)]
         simulated = given[0] if given else "a simulation"
     if simulated is not None:
-        crng, crng_source = None, SIMULATED_KERNEL.format(spec=simulated)
+        if local is not None:
+            local["crng_init_done"] = None
+        return None, {"crng_init_done": None, "source": SIMULATED_KERNEL.format(spec=simulated), "simulated": True}
+    crng = local["crng_init_done"] if local is not None else None
+    if crng is not None:
+        source = _kernel_log.FROM_JOURNAL
+    elif inputs.journal_file is not None:
+        source = "the saved journal holds no 'crng init done'" if journal_boots else "the saved journal was not read"
+    elif inputs.kernel_log:
+        crng, source = _kernel_log.from_kernel_log({facts["boot_id"] for facts in journal_boots})
+        if local is not None:
+            local["crng_init_done"] = crng
     else:
-        crng, crng_source = _kernel_log.crng_init_done(entries if entries else None)
-        if journal_file is not None and crng is None and entries:
-            crng_source = "the saved journal holds no 'crng init done'"
-    sources["kernel"] = {"crng_init_done": crng, "source": crng_source, "simulated": simulated is not None}
-    stalls = _stalls.stalls(entries, crng) if entries else []
-    here = _journal_boot(entries) if entries else _this_boot()
-    boots: dict[Any, dict[str, Any]] = {}
-    local = _fleet.boot_of(boots, *here)
-    if entries:
-        _fleet.note(local, **_journal_facts(entries))
-    local["crng_init_done"] = crng
-    local["stalls"] = stalls
-    for event in file_events:
-        ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))
-        boot = _fleet.boot_of(boots, *(here if ids == (None, None) else ids))
-        _fleet.note(boot, **event)
-        boot["file_events"].append(event)
-    for event in journal_events:
-        ids = (_fleet.text_field(event, "machine_id"), _fleet.text_field(event, "boot_id"))
-        boot = _fleet.boot_of(boots, *(here if ids == (None, None) else ids))
-        _fleet.note(boot, hostname=event.get("hostname"))
-        boot["journal_events"].append(event)
-    if len(boots) > 1 and not local["file_events"] and not local["journal_events"] and not entries:
-        del boots[(local["machine"], local["boot_id"])]  # this machine was only asked for its ids
-    return _report(sources, boots, crng, stalls, since)
+        source = "no journal was read"
+    return crng, {"crng_init_done": crng, "source": source, "simulated": False}
 
 
-def _report(
-    sources: dict[str, Any],
-    boots: dict[Any, dict[str, Any]],
-    crng: float | None,
-    stalls: list[dict[str, Any]],
-    since: float | None,
-) -> dict[str, Any]:
+def _holds_anything(boot: _fleet.Boot) -> bool:
+    return bool(boot["file_events"] or boot["journal_events"] or boot["sources"])
+
+
+def _report(inputs: Inputs, sources: Sources, boots: Dict[Any, _fleet.Boot], crng: float | None) -> Report:
     assembled = _fleet.assemble(boots)
     programs = assembled["programs"]
-    if since is not None:
+    if inputs.since is not None:
         for program in programs:
-            program["first_call"] = _since(program["first_call"], since)
+            program["first_call"] = _since(program["first_call"], inputs.since)
             for call in program["calls"]:
-                call["first"] = _since(call["first"], since)
-    read = any(source.get("read") for source in _each_source(sources))
+                call["first"] = _since(call["first"], inputs.since)
+    asked = each_source(sources)
+    read = any(source["read"] for source in asked)
+    # With --allow-empty, sources that simply held nothing are a machine without events: a clean report, said so.
+    empty_allowed = (
+        inputs.allow_empty and not read and all(source["absent"] or not source["problems"] for source in asked)
+    )
+    fleet = not inputs.one_machine or len(boots) > 1
+    rejected = [line for boot in boots.values() for line in boot["rejected_lines"]]
+    unread = [line for boot in boots.values() for line in boot["unread_lines"]]
     return {
         "v": VERSION,
-        "since": since,
-        "read": read,
-        "fleet_mode": len(boots) > 1,
+        "since": inputs.since,
+        "read": read or empty_allowed,
+        "allow_empty": inputs.allow_empty,
+        "empty_allowed": empty_allowed,
+        "fleet_mode": fleet,
         "sources": sources,
         "crng_init_done": crng,
         "machines": assembled["machines"],
         "boots": assembled["boots"],
         "fleet": assembled["fleet"],
         "programs": programs,
-        "stalls": stalls,
-        "verdict": verdict(programs, fleet=len(boots) > 1),
+        "stalls": [stall for boot in boots.values() for stall in boot["stalls"]],
+        "rejected": {"count": sum(boot["rejected"] for boot in boots.values()), "lines": rejected[:MAX_REJECTED_SHOWN]},
+        "unread": {"count": sum(boot["unread"] for boot in boots.values()), "lines": unread[:MAX_REJECTED_SHOWN]},
+        "verdict": verdict(programs, fleet=fleet),
     }
 
 
-def _each_source(sources: dict[str, Any]) -> list[dict[str, Any]]:
-    found = []
-    for name, source in sources.items():
-        if name == "kernel":
-            continue
-        found.extend(source if isinstance(source, list) else [source])
+def each_source(sources: Sources) -> List[Source]:
+    """The sources a report was asked to read (not the kernel's, which is no input of its own)."""
+    found: List[Source] = []
+    if "events" in sources:
+        found.append(sources["events"])
+    if "journal" in sources:
+        found.append(sources["journal"])
+    found.extend(sources.get("journal_dirs", []))
     return found
-
-
-def _events_source(path: str, found: dict[str, Any]) -> dict[str, Any]:
-    skipped = sum(found["skipped"].values())
-    problem = found["problem"]
-    if problem is None and skipped and not found["events"]:  # a file of nothing but garbage was not read
-        why = "; ".join(f"{count} {reason}" for reason, count in sorted(found["skipped"].items()))
-        problem = f"no record in it could be read ({why})"
-    return {
-        "path": path,
-        "records": len(found["events"]),
-        "skipped": skipped,
-        "skipped_why": found["skipped"],
-        "problem": problem,
-        "read": problem is None,
-        "absent": found["absent"],
-    }
-
-
-def _journal_boot(entries: list[dict[str, Any]]) -> tuple[str | None, str | None]:
-    """The (machine id, boot id) the journal's entries are of: the last boot's (``read_journal`` keeps one)."""
-    for entry in reversed(entries):
-        machine, boot = _journal.field(entry, "_MACHINE_ID"), _journal.field(entry, "_BOOT_ID")
-        if machine or boot:
-            return machine, boot
-    return None, None
-
-
-def _this_boot() -> tuple[str | None, str | None]:
-    """This machine's id and boot id, as the shim's records name them (:func:`urandom_shim._events.machine`)."""
-    found = _events.machine()
-    return found["machine_id"], found["boot_id"]
-
-
-def _journal_facts(entries: list[dict[str, Any]]) -> dict[str, Any]:
-    """What a boot's journal says of it, as a fleet's journal directories are read (:mod:`.journal_facts`): the
-    kernel's release, whether systemd detected a first boot, when its first entry was written."""
-    from . import journal_facts
-
-    stamps = [journal_facts.realtime(entry) for entry in entries[:1]]
-    return {
-        "kernel": journal_facts.kernel_of(entries),
-        "first_boot": any(journal_facts.first_boot(entry) for entry in entries),
-        "first_seen": stamps[0] if stamps else None,
-    }
 
 
 def _since(when: float | None, start: float) -> float | None:
     return None if when is None else round(max(0.0, when - start), 3)
-
-
-#: The most rejected journal lines ``--json`` lists (all are counted).
-MAX_REJECTED_SHOWN = 20
-#: The kernel line of a simulated run's report: its window was the simulation's.
-SIMULATED_KERNEL = (
-    "not part of this report: the window was simulated ({spec}), so the real kernel's CRNG, ready long ago, does not "
-    "say when it closed"
-)

@@ -1,5 +1,6 @@
-"""The systemd journal of a boot, for ``urandom-shim report``: ``journalctl -b -o json`` (or a saved ``journalctl -o
-json`` output) read safely into entries, and each entry's fields, text and time.
+"""The systemd journal, for ``urandom-shim report``: journalctl's JSON entries streamed as they come (:func:`stream`,
+one entry at a time, so that no more than the entry being read is held), a saved ``journalctl -o json`` output
+read the same way (:func:`saved_entries`), and each entry's fields, text and time.
 
 One JSON object per entry, each field a string, or an array of byte values where the text is not UTF-8. Two fields
 give the time since boot: the kernel's own timestamp of a kernel message (``_SOURCE_MONOTONIC_TIMESTAMP``: journald
@@ -10,89 +11,216 @@ imports the messages logged before it ran later) and the time journald received 
 from __future__ import annotations
 
 import os
+from typing import Any, Callable, Dict, Iterable, Iterator, List, NamedTuple, Optional, Tuple
 
 from .. import _messages
+from .sources import Kind, Problem, problem
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Iterable
+#: One journal entry, as ``journalctl -o json`` prints it: field name to a string, an array of byte values, or an
+#: array of either (a field held more than once). Read only through :func:`field`.
+Entry = Dict[str, Any]
 
 
-# Text of `urandom-shim report`, kept with the code that says it (tests/test_docs.py counts the report package's
-# prose as report text, not as messages of the catalogue).
+# -- one journalctl, streamed ------------------------------------------------------------------------------------------
 
-#: read_journal's problems: one sentence each.
-JOURNALCTL_MISSING = "journalctl is not installed here, so the systemd journal can't be read."
-JOURNALCTL_NOT_STARTED = "journalctl could not be started ({error}), so the systemd journal can't be read."
-JOURNAL_PERMISSION_DENIED = (
-    "this user can't read the system journal: run as root, or as a member of the group systemd-journal or adm."
+#: The lines journalctl selects (``--grep``, PCRE2, case-sensitive, on MESSAGE): the shim's own; the kernel's ``crng
+#: init done`` (its nonblocking pool's readiness before 4.8) and its first line, which names its release; systemd's
+#: "Starting X..." (a unit's start, for the stalls) and "Detected first boot.". :func:`selected` is the same test.
+CRNG_MARKERS = ("crng init done", "nonblocking pool is initialized")
+_STARTS = (_messages.PREFIX, "Linux version ", "Starting ", "Detected first boot")
+GREP = "|".join(
+    (
+        "^urandom-shim: ",
+        *(mark.replace(".", "\\.") for mark in CRNG_MARKERS),
+        "^Linux version ",
+        "^Starting ",
+        "^Detected first boot",
+    )
 )
-JOURNAL_NO_BOOT = "the journal holds nothing of this boot ({detail})."
-JOURNAL_NOTHING_LOGGED = "journalctl found no entries"
-JOURNAL_TIMED_OUT = "journalctl did not finish within {timeout:g} s, so the journal was not read."
-JOURNAL_FAILED = "journalctl failed (exit status {status}): {detail}"
-JOURNAL_FILE_UNREADABLE = "{path}: can't be read ({error})."
-JOURNAL_FILE_MISSING = "{path}: can't be read (No such file or directory)."
-JOURNAL_FILE_EMPTY = "{path}: holds no journal entries."
-JOURNAL_FILE_NOT_JSON = "{path}: is not `journalctl -o json` output: none of its {lines} lines is a JSON object."
+#: The fields the report reads; journalctl adds the cursor, both timestamps and ``_BOOT_ID`` to every entry.
+FIELDS = (
+    "MESSAGE",
+    "_TRANSPORT",
+    "_EXE",
+    "_COMM",
+    "_CMDLINE",
+    "_PID",
+    "_UID",
+    "_SYSTEMD_UNIT",
+    "_SYSTEMD_USER_UNIT",
+    "UNIT",
+    "SYSLOG_IDENTIFIER",
+    "_SOURCE_MONOTONIC_TIMESTAMP",
+    "_MACHINE_ID",
+    "_HOSTNAME",
+)
+#: The most entries one journalctl gives the report (a boot's selected entries are a few hundred).
+MAX_SELECTED = 100_000
 
 
-# -- the journal -------------------------------------------------------------------------------------------------------
+def selecting(*matches: str) -> list[str]:
+    """journalctl's arguments after what it reads: the selecting query (:data:`GREP`), or, given field ``matches``
+    (``_SYSTEMD_UNIT=x.service``...), a query of those."""
+    base = ["-o", "json", "--no-pager", "--output-fields=" + ",".join(FIELDS)]
+    if matches:
+        return [*base, *matches]
+    return [*base, "--case-sensitive", "--grep", GREP]
 
-#: The command that prints this boot's journal.
-JOURNALCTL = ("journalctl", "-b", "-o", "json", "--no-pager")
+
+def selected(entry: Entry) -> bool:
+    """Whether :data:`GREP` selects ``entry``: what a saved journal's entries are filtered with."""
+    text = message(entry)
+    return text.startswith(_STARTS) or any(mark in text for mark in CRNG_MARKERS)
+
+
+def matched_nothing(ran: Ran) -> bool:
+    """Whether a selecting journalctl (``--grep``) ran to its end and found no line: it then exits 1 without a word,
+    where a file it can't read makes it say why."""
+    return ran.status == 1 and not ran.said and not ran.entries and ran.stopped is None
+
+
+class Ran(NamedTuple):
+    """How one journalctl went: its exit ``status`` (None if it could not be started: ``error`` says why), what it
+    said on stderr (``said``, at most 4 KiB, on one line), how many entries it gave, and whether the report stopped it
+    (``stopped``: :data:`TIMED_OUT` or :data:`TOO_MANY`)."""
+
+    status: Optional[int]
+    said: str
+    entries: int
+    stopped: Optional[str]
+    error: Optional[str]
+
+
+TIMED_OUT, TOO_MANY = "timed out", "too many"
+
+
+def stream(
+    command: List[str],
+    on_entry: Callable[[Entry], None],
+    *,
+    timeout: float,
+    limit: int = MAX_SELECTED,
+    pass_fds: Tuple[int, ...] = (),
+) -> Ran:
+    """Run ``command`` (a journalctl that prints ``-o json``) and give each entry to ``on_entry`` as it arrives, until
+    its output ends, ``timeout`` seconds are up, or ``limit`` entries came. A line that is not a JSON object is
+    skipped. Its lines are bounded: journalctl prints a field over 4 KiB as null without ``--all``."""
+    import subprocess
+    import tempfile
+    import time
+
+    with tempfile.TemporaryFile() as said:
+        try:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=said,
+                pass_fds=pass_fds,
+                env=_environment(),
+            )
+        except OSError as exc:
+            return Ran(None, "", 0, None, exc.strerror or type(exc).__name__)
+        deadline = time.monotonic() + timeout
+        stopped: str | None = TIMED_OUT
+        count = 0
+        try:
+            count, stopped = _collect(process, on_entry, deadline, limit)
+            if stopped is None:  # its output ended: it is exiting
+                process.wait(max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            stopped = TIMED_OUT
+        finally:
+            if process.poll() is None:
+                process.kill()
+            status = process.wait()
+        said.seek(0)
+        text = said.read(4096).decode("utf-8", "replace")
+    return Ran(status, " ".join(text.split()), count, stopped, None)
+
+
+def _collect(process: Any, on_entry: Callable[[Entry], None], deadline: float, limit: int) -> tuple[int, str | None]:
+    import json
+    import selectors
+    import time
+
+    stdout = process.stdout
+    pending = b""
+    count = 0
+    try:
+        with selectors.DefaultSelector() as selector:
+            selector.register(stdout, selectors.EVENT_READ)
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return count, TIMED_OUT
+                if not selector.select(left):
+                    continue
+                chunk = os.read(stdout.fileno(), 1 << 16)
+                if not chunk:
+                    return count, None
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for line in lines:
+                    try:
+                        entry = json.loads(line)
+                    except (ValueError, RecursionError):
+                        continue
+                    if isinstance(entry, dict):
+                        if count >= limit:
+                            return count, TOO_MANY
+                        count += 1
+                        on_entry(entry)
+    finally:
+        stdout.close()
+
+
+def _environment() -> dict[str, str]:
+    """journalctl's environment: no pager and no colours, whatever the user's settings say."""
+    return {**os.environ, "SYSTEMD_PAGER": "cat", "PAGER": "cat", "SYSTEMD_COLORS": "0"}
+
+
+# -- this boot's journal -------------------------------------------------------------------------------------------
+
 #: What journalctl says on stderr when the user may read only their own journal, or none.
 _PERMISSION_SIGNS = ("insufficient permissions", "not seeing messages from other users", "permission denied")
 #: What it says when there is no journal of this boot.
 _NO_BOOT_SIGNS = ("no journal files were found", "no such boot", "is not available", "no persistent journal")
+#: The longest the report waits for one journalctl of this boot's journal.
+TIMEOUT = 30.0
 
 
-def read_journal(path: str | None = None, *, timeout: float = 30.0) -> tuple[list[dict[str, Any]], str | None]:
-    """Entries of this boot's journal (``journalctl -b -o json --no-pager``), or of ``path`` (a saved ``journalctl
-    -o json`` output, one JSON object per line; lines that are not one are skipped and counted, see
-    :func:`read_export`; a file that holds several boots gives the entries of the last one).
+def this_boot(matches: Iterable[str] = ()) -> list[str]:
+    """The journalctl that reads this boot's journal: the selecting query, or one of field ``matches``."""
+    return ["journalctl", "-b", *selecting(*matches)]
 
-    Returns (entries, problem): problem is one short sentence when the journal can't be read (journalctl not
-    installed, no journal of this boot, permission denied, timed out, a file that can't be read or holds no entry),
-    else None. A user who may read only their own journal gets those entries, and the permission problem. Never
-    raises for any of these.
-    """
-    if path is not None:
-        try:
-            entries, skipped = read_export(path)
-        except FileNotFoundError:
-            return [], JOURNAL_FILE_MISSING.format(path=path)
-        except (NotRegular, TooLarge) as exc:
-            return [], JOURNAL_FILE_UNREADABLE.format(path=path, error=exc)
-        except OSError as exc:
-            return [], JOURNAL_FILE_UNREADABLE.format(path=path, error=exc.strerror or type(exc).__name__)
-        if not entries:
-            if skipped:
-                return [], JOURNAL_FILE_NOT_JSON.format(path=path, lines=skipped)
-            return [], JOURNAL_FILE_EMPTY.format(path=path)
-        return last_boot(entries), None
 
-    import subprocess
-
-    try:
-        done = subprocess.run(JOURNALCTL, stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
-    except FileNotFoundError:
-        return [], JOURNALCTL_MISSING
-    except subprocess.TimeoutExpired:
-        return [], JOURNAL_TIMED_OUT.format(timeout=timeout)
-    except OSError as exc:
-        return [], JOURNALCTL_NOT_STARTED.format(error=exc.strerror or type(exc).__name__)
-    entries, _skipped = parse_export(done.stdout.splitlines())
-    said = " ".join(done.stderr.decode("utf-8", "replace").split())
-    detail = _messages.line(said[:200])[len(_messages.PREFIX) :] if said else JOURNAL_NOTHING_LOGGED
+def this_boot_problem(ran: Ran, timeout: float) -> Problem | None:
+    """What went wrong with a journalctl of this boot (:func:`this_boot`), or None: it is not installed or could not
+    start, this user may read only part of the journal (the entries it gave still count), there is nothing of this
+    boot in it, it failed, or it did not finish in time."""
+    if ran.status is None:
+        if ran.error == "No such file or directory":
+            return problem(Kind.NO_JOURNALCTL, None, _messages.REPORT_JOURNALCTL_MISSING)
+        return problem(Kind.JOURNALCTL_FAILED, None, _messages.REPORT_JOURNALCTL_NOT_STARTED.format(error=ran.error))
+    said = ran.said[:200]
+    detail = _messages.line(said)[len(_messages.PREFIX) :] if said else _messages.REPORT_JOURNAL_NOTHING_LOGGED
+    if ran.stopped == TIMED_OUT:
+        return problem(Kind.TIMED_OUT, None, _messages.REPORT_JOURNAL_TIMED_OUT.format(timeout=timeout))
+    if ran.stopped == TOO_MANY:
+        return problem(Kind.TOO_MANY_ENTRIES, None, _messages.REPORT_FILE_TOO_MANY.format(limit=MAX_SELECTED))
     if any(sign in said.lower() for sign in _PERMISSION_SIGNS):
-        return entries, JOURNAL_PERMISSION_DENIED
-    if entries:
-        return entries, None
-    if done.returncode == 0 or any(sign in said.lower() for sign in _NO_BOOT_SIGNS):
-        return [], JOURNAL_NO_BOOT.format(detail=detail)
-    return [], JOURNAL_FAILED.format(status=done.returncode, detail=detail)
+        return problem(Kind.PERMISSION, None, _messages.REPORT_JOURNAL_PERMISSION)
+    if ran.status == 0 or matched_nothing(ran) or any(sign in said.lower() for sign in _NO_BOOT_SIGNS):
+        return (
+            None if ran.entries else problem(Kind.NO_BOOT, None, _messages.REPORT_JOURNAL_NO_BOOT.format(detail=detail))
+        )
+    return problem(
+        Kind.JOURNALCTL_FAILED, None, _messages.REPORT_JOURNAL_FAILED.format(status=ran.status, detail=detail)
+    )
 
+
+# -- a saved journal ---------------------------------------------------------------------------------------------------
 
 #: The largest saved journal read: a boot's `journalctl -b -o json` is a few megabytes, a busy one tens.
 MAX_JOURNAL_FILE = 256 * 1024 * 1024
@@ -106,11 +234,10 @@ class TooLarge(OSError):
     """A file to read is larger than the report reads."""
 
 
-def read_regular(path: str, limit: int) -> bytes:
-    """The bytes of the regular file ``path``, at most ``limit``. It is opened without blocking (a FIFO with no
-    writer would hang an open, and one with a writer a read) and checked with ``fstat`` before anything is read:
-    :class:`NotRegular` for anything but a regular file, :class:`TooLarge` above ``limit``; any other OSError as
-    ``open`` raises it."""
+def open_regular(path: str, limit: int) -> int:
+    """A descriptor of the regular file ``path``, opened without blocking (a FIFO with no writer would hang an open,
+    and one with a writer a read) and checked with ``fstat`` before anything is read: :class:`NotRegular` for
+    anything but a regular file, :class:`TooLarge` above ``limit`` bytes; any other OSError as ``open`` raises it."""
     import stat
 
     flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NOCTTY", 0)
@@ -118,25 +245,40 @@ def read_regular(path: str, limit: int) -> bytes:
     try:
         found = os.fstat(fd)
         if not stat.S_ISREG(found.st_mode):
-            raise NotRegular(f"not a regular file ({_kind(found.st_mode)})")
+            raise NotRegular(f"not a regular file ({kind_of(found.st_mode)})")
         if found.st_size > limit:
             raise TooLarge(f"larger than {limit // (1024 * 1024)} MiB")
-        chunks = []
-        size = 0
-        while size <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - size))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        if size > limit:  # it grew while it was read
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def chunks(fd: int, limit: int) -> Iterator[bytes]:
+    """The bytes of ``fd``, a megabyte at a time, :class:`TooLarge` past ``limit`` (a file that grows as it is
+    read)."""
+    size = 0
+    while True:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return
+        size += len(chunk)
+        if size > limit:
             raise TooLarge(f"larger than {limit // (1024 * 1024)} MiB")
-        return b"".join(chunks)
+        yield chunk
+
+
+def read_regular(path: str, limit: int) -> bytes:
+    """The bytes of the regular file ``path``, at most ``limit`` (:func:`open_regular`)."""
+    fd = open_regular(path, limit)
+    try:
+        return b"".join(chunks(fd, limit))
     finally:
         os.close(fd)
 
 
-def _kind(mode: int) -> str:
+def kind_of(mode: int) -> str:
+    """What a file that is not a regular file is, in words: "a FIFO", "a directory"..."""
     import stat
 
     for test, name in (
@@ -151,44 +293,99 @@ def _kind(mode: int) -> str:
     return "not a file"
 
 
-#: The problems of read_journal that mean there was nothing to read, rather than something that could not be read.
-JOURNAL_ABSENT = (JOURNALCTL_MISSING, JOURNAL_NO_BOOT, JOURNAL_FILE_EMPTY, JOURNAL_FILE_MISSING)
+class Saved:
+    """A saved ``journalctl -o json`` output, read one line at a time: :meth:`entries` gives its entries (again on
+    every call: a second pass reads the file again), :attr:`skipped` counts its lines that are not one (a line cut
+    short, say), :attr:`problem` says why it could not be read."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.skipped = 0
+        self.lines = 0
+        self.problem: Problem | None = None
+
+    def entries(self) -> Iterator[Entry]:
+        import json
+
+        self.skipped = self.lines = 0
+        try:
+            fd = open_regular(self.path, MAX_JOURNAL_FILE)
+        except FileNotFoundError:
+            self.problem = self._cant(Kind.NO_SUCH_PATH, "No such file or directory")
+            return
+        except NotRegular as exc:
+            self.problem = self._cant(Kind.NOT_REGULAR, str(exc))
+            return
+        except TooLarge as exc:
+            self.problem = self._cant(Kind.TOO_LARGE, str(exc))
+            return
+        except OSError as exc:
+            self.problem = self._cant(Kind.UNREADABLE, exc.strerror or type(exc).__name__)
+            return
+        try:
+            pending = b""
+            for chunk in chunks(fd, MAX_JOURNAL_FILE):
+                *lines, pending = (pending + chunk).split(b"\n")
+                for line in lines:
+                    entry = self._entry(json, line)
+                    if entry is not None:
+                        yield entry
+            entry = self._entry(json, pending)
+            if entry is not None:
+                yield entry
+        except TooLarge as exc:
+            self.problem = self._cant(Kind.TOO_LARGE, str(exc))
+            return
+        except OSError as exc:
+            self.problem = self._cant(Kind.UNREADABLE, exc.strerror or type(exc).__name__)
+            return
+        finally:
+            os.close(fd)
+        if self.lines == self.skipped:
+            self.problem = (
+                problem(
+                    Kind.NOTHING_READABLE, self.path, _messages.REPORT_JOURNAL_FILE_NOT_JSON.format(lines=self.lines)
+                )
+                if self.lines
+                else problem(Kind.EMPTY, self.path, _messages.REPORT_JOURNAL_FILE_EMPTY)
+            )
+
+    def _entry(self, json: Any, line: bytes) -> Entry | None:
+        if not line.strip():
+            return None
+        self.lines += 1
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):  # not JSON, not UTF-8, or nested deeper than the parser goes
+            entry = None
+        if isinstance(entry, dict):
+            return entry
+        self.skipped += 1
+        return None
+
+    def _cant(self, kind: Kind, error: str) -> Problem:
+        return problem(kind, self.path, _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error))
 
 
-def absent(problem: str | None) -> bool:
-    """Whether ``problem`` (of :func:`read_journal`) says there was no journal to read: journalctl is not installed,
-    the journal holds nothing of this boot, a saved journal does not exist or is empty."""
-    import re
-    import string
-
-    if problem is None:
-        return False
-    for template in JOURNAL_ABSENT:
-        pattern = ".*".join(re.escape(text) for text, *_rest in string.Formatter().parse(template))
-        if re.fullmatch(pattern, problem, re.DOTALL):
-            return True
-    return False
-
-
-def read_export(path: str) -> tuple[list[dict[str, Any]], int]:
-    """The entries of a saved ``journalctl -o json`` output, and how many of its lines were not one (a line cut
-    short, say). Raises OSError if the file can't be read, :class:`NotRegular` if it is not a regular file and
-    :class:`TooLarge` if it is larger than :data:`MAX_JOURNAL_FILE`."""
+def read_export(path: str) -> tuple[list[Entry], int]:
+    """The entries of a saved ``journalctl -o json`` output, and how many of its lines were not one. Raises OSError
+    if the file can't be read, :class:`NotRegular` if it is not a regular file and :class:`TooLarge` if it is larger
+    than :data:`MAX_JOURNAL_FILE`."""
     return parse_export(read_regular(path, MAX_JOURNAL_FILE).splitlines())
 
 
-def parse_export(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], int]:
+def parse_export(lines: Iterable[bytes]) -> tuple[list[Entry], int]:
     """(entries, lines skipped) of ``journalctl -o json`` output, given as lines of bytes. Blank lines don't count."""
     import json
 
-    entries: list[dict[str, Any]] = []
+    entries: list[Entry] = []
     skipped = 0
     for line in lines:
         if not line.strip():
             continue
         try:
             entry = json.loads(line)
-        except ValueError:  # not JSON, or not UTF-8
+        except (ValueError, RecursionError):  # not JSON, or not UTF-8
             entry = None
         if isinstance(entry, dict):
             entries.append(entry)
@@ -197,16 +394,10 @@ def parse_export(lines: Iterable[bytes]) -> tuple[list[dict[str, Any]], int]:
     return entries, skipped
 
 
-def last_boot(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entries of the last boot in ``entries`` (``_BOOT_ID``), and those that name no boot: the times since boot
-    of two boots can't be compared."""
-    boots = [entry["_BOOT_ID"] for entry in entries if isinstance(entry.get("_BOOT_ID"), str)]
-    if len(set(boots)) <= 1:
-        return entries
-    return [entry for entry in entries if entry.get("_BOOT_ID", boots[-1]) == boots[-1]]
+# -- an entry's fields ---------------------------------------------------------------------------------------------
 
 
-def field(entry: dict[str, Any], name: str) -> str | None:
+def field(entry: Entry, name: str) -> str | None:
     """A field's text. journald gives text that is not UTF-8 (or holds control characters) as a list of byte
     values, and a field that an entry holds more than once as a list of values: the first one counts. None when the
     entry has no such field, or journalctl left it out (null: larger than it prints without ``--all``)."""
@@ -223,24 +414,14 @@ def field(entry: dict[str, Any], name: str) -> str | None:
     return None
 
 
-def message(entry: dict[str, Any]) -> str:
+def message(entry: Entry) -> str:
     """The entry's MESSAGE, "" if it has none."""
     return field(entry, "MESSAGE") or ""
 
 
-def at(entry: dict[str, Any]) -> float:
-    """When the entry was logged, in seconds since boot: the kernel's own timestamp of a kernel message
-    (``_SOURCE_MONOTONIC_TIMESTAMP``) if it has one, else when journald received it (``__MONOTONIC_TIMESTAMP``).
-    NaN if it has neither."""
-    for name in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
-        value = field(entry, name)
-        if value is not None:
-            # At most 10**9 s (:data:`MAX_SECONDS`) in microseconds: a longer one is not a time since boot (and one
-            # of thousands of digits is no number int() or float() reads).
-            if len(value) > 16 or not value.isdigit() or not value.isascii() or int(value) > MAX_SECONDS * 10**6:
-                continue
-            return int(value) / 1e6
-    return float("nan")
+def ids(entry: Entry) -> tuple[str | None, str | None]:
+    """The (``_MACHINE_ID``, ``_BOOT_ID``) the entry names: the boot it is of."""
+    return field(entry, "_MACHINE_ID"), field(entry, "_BOOT_ID")
 
 
 #: The largest time since boot, and the longest wait, that a record or a line may say: about 31 years.
@@ -249,13 +430,36 @@ MAX_SECONDS = 10**9
 MAX_COUNT = 10**12
 
 
-def bad_time(entry: dict[str, Any]) -> bool:
+def _stamp(value: str | None) -> float | None:
+    """A timestamp field in seconds, None when it is not a time since boot: not digits, or out of range (at most
+    10**9 s in microseconds; one of thousands of digits is no number int() or float() reads)."""
+    if (
+        value is None
+        or len(value) > 16
+        or not value.isdigit()
+        or not value.isascii()
+        or int(value) > MAX_SECONDS * 10**6
+    ):
+        return None
+    return int(value) / 1e6
+
+
+def at(entry: Entry) -> float:
+    """When the entry was logged, in seconds since boot: the kernel's own timestamp of a kernel message
+    (``_SOURCE_MONOTONIC_TIMESTAMP``) if it has one, else when journald received it (``__MONOTONIC_TIMESTAMP``).
+    NaN if it has neither."""
+    for name in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
+        seconds = _stamp(field(entry, name))
+        if seconds is not None:
+            return seconds
+    return float("nan")
+
+
+def bad_time(entry: Entry) -> bool:
     """Whether the entry has a timestamp that is no time since boot (not digits, or out of range): such an entry is
-    skipped and counted."""
+    read without a time, and counted."""
     for name in ("_SOURCE_MONOTONIC_TIMESTAMP", "__MONOTONIC_TIMESTAMP"):
         value = field(entry, name)
-        if value is not None and (
-            len(value) > 16 or not value.isdigit() or not value.isascii() or int(value) > MAX_SECONDS * 10**6
-        ):
+        if value is not None and _stamp(value) is None:
             return True
     return False

@@ -1,21 +1,188 @@
-"""What one boot's selected journal entries say of it, for the fleet report (:mod:`.journal_dir`): when the
-kernel's CRNG was ready, which kernel booted, whether systemd saw a first boot, when it began; and how the facts of
-one boot that several file sets hold are merged, only ever adding.
+"""What one boot's journal says of it, reduced from its selected entries as they arrive (:class:`Reducer`): when the
+kernel's CRNG was ready, which kernel booted, whether systemd saw a first boot, when it began, the shim's lines, and
+the units that may have stalled; and how the facts of one boot that several file sets hold are merged, only ever
+adding.
+
+An entry is read once and dropped: what is kept of a boot is its facts and the shim's events, never its entries, so
+the memory a journal costs does not grow with its size, nor with the files its machine's journal is split into.
 """
 
 from __future__ import annotations
 
-from . import journal, kernel_log
+from typing import Any, Dict, List, Optional, Tuple, TypedDict, cast
+
+from . import journal, shim_lines, stalls
+from .journal import CRNG_MARKERS, Entry
+from .sources import Budget, Line, Lines, Stall
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Tuple
+    from .._events import Record
 
-    #: A boot's (``_MACHINE_ID``, ``_BOOT_ID``), as its entries say.
-    Key = Tuple["str | None", "str | None"]
+#: A boot's (``_MACHINE_ID``, ``_BOOT_ID``), as its entries say.
+Key = Tuple[Optional[str], Optional[str]]
+#: The most rejected and unread lines kept of a boot to show (every one is counted).
+MAX_LINES_KEPT = 20
 
 
-def realtime(entry: dict[str, Any]) -> int | None:
+class BootFacts(TypedDict):
+    """One boot, as its journal says: its ids and hostname, the files it was read from, when its first entry was
+    written (``first_seen``, µs since 1970), whether systemd saw a first boot, its kernel, ``crng init done``, the
+    shim's events, the lines rejected and unread, the stalls, and how many entries were selected (and of them, how many
+    had no time since boot: ``untimed``)."""
+
+    machine_id: Optional[str]
+    boot_id: Optional[str]
+    hostname: Optional[str]
+    files: List[str]
+    first_seen: Optional[int]
+    first_boot: bool
+    kernel: Optional[str]
+    crng_init_done: Optional[float]
+    events: List[Record]
+    rejected: Lines
+    unread: Lines
+    stalls: List[Stall]
+    entries: int
+    untimed: int
+    held_back: int
+
+
+class Reducer:
+    """One boot's facts, from its selected entries, each given to :meth:`add` as it comes and then dropped."""
+
+    def __init__(self, key: Key, budget: Budget | None = None) -> None:
+        self.key = key
+        self.budget = budget if budget is not None else Budget()
+        self.facts: BootFacts = {
+            "machine_id": key[0],
+            "boot_id": key[1],
+            "hostname": None,
+            "files": [],
+            "first_seen": None,
+            "first_boot": False,
+            "kernel": None,
+            "crng_init_done": None,
+            "events": [],
+            "rejected": {"count": 0, "lines": []},
+            "unread": {"count": 0, "lines": []},
+            "stalls": [],
+            "entries": 0,
+            "untimed": 0,
+            "held_back": 0,
+        }
+        #: unit -> when systemd said it was starting it: where a stall can be.
+        self.starts: Dict[str, List[float]] = {}
+        #: The kernel's release, as (major, minor), once its first line is read.
+        self.release: Tuple[int, int] | None = None
+        #: One copy of each text the boot's events hold: a unit's thousand lines share their unit, call, caller...
+        self._texts: Dict[str, str] = {}
+        #: The events already kept, by their every field: a copy of a file (a rotated file copied as well as moved)
+        #: adds no event twice.
+        self._seen: set[tuple[object, ...]] = set()
+        self._names: Dict[tuple[str, ...], tuple[str, ...]] = {}
+
+    def add(self, entry: Entry, path: str | None = None) -> None:
+        facts = self.facts
+        facts["entries"] += 1
+        if path is not None and path not in facts["files"]:
+            facts["files"].append(path)
+        if journal.bad_time(entry):
+            facts["untimed"] += 1
+        hostname = journal.field(entry, "_HOSTNAME")
+        if hostname is not None:
+            facts["hostname"] = hostname
+        stamp = realtime(entry)
+        if stamp is not None and (facts["first_seen"] is None or stamp < facts["first_seen"]):
+            facts["first_seen"] = stamp
+        text = journal.message(entry)
+        if text.startswith("Detected first boot") and first_boot(entry):
+            facts["first_boot"] = True
+        if journal.field(entry, "_TRANSPORT") in (None, "kernel"):
+            self._kernel_line(entry, text)
+        stalls.add_start(self.starts, entry)
+        read = shim_lines.read_entry(entry)
+        if read.event is not None:
+            self._event(read.event)
+        elif read.rejected is not None:
+            _count(facts["rejected"], read.rejected)
+        elif read.unread is not None:
+            _count(facts["unread"], read.unread)
+
+    def _kernel_line(self, entry: Entry, text: str) -> None:
+        facts = self.facts
+        if any(mark in text for mark in CRNG_MARKERS):
+            time = journal.at(entry)
+            if time == time and (facts["crng_init_done"] is None or time < facts["crng_init_done"]):
+                facts["crng_init_done"] = time
+        if facts["kernel"] is None and text.startswith("Linux version "):
+            facts["kernel"] = text[len("Linux version ") :].split(" ", 1)[0][:200] or None
+            self.release = stalls.release_of(entry)
+
+    def _event(self, event: Record) -> None:
+        texts = self._texts
+        fields = cast("Dict[str, Any]", event)  # every field alike: the texts are shared, whatever they are
+        for name, value in fields.items():
+            if isinstance(value, str):
+                fields[name] = texts.setdefault(value, value)
+            elif isinstance(value, list):
+                fields[name] = [texts.setdefault(item, item) if isinstance(item, str) else item for item in value]
+        names = tuple(event)
+        names = self._names.setdefault(names, names)
+        identity = (names, *(_hashable(value) for value in event.values()))
+        if identity in self._seen:
+            return
+        if not self.budget.take():
+            self.facts["held_back"] += 1  # past what the report holds: counted, and the source named
+            return
+        self._seen.add(identity)
+        self.facts["events"].append(event)
+
+    def stall_units(self) -> list[str]:
+        """The units whose own lines the stalls need (:func:`urandom_shim.report.stalls.candidates`): none where
+        nothing can have stalled (no ``crng init done``, or a kernel before 5.18)."""
+        crng = self.facts["crng_init_done"]
+        if crng is None or not stalls.may_stall(self.release):
+            return []
+        return stalls.candidates(self.starts, crng)
+
+    def finder(self) -> stalls.Finder | None:
+        """A finder of this boot's stalls, to be given the units' own lines; None where nothing can have stalled."""
+        crng = self.facts["crng_init_done"]
+        if crng is None or not stalls.may_stall(self.release):
+            return None
+        return stalls.Finder(self.starts, crng)
+
+    def done(self) -> BootFacts:
+        """The facts, once every entry was added; the reducer's working state is let go."""
+        self._texts.clear()
+        self._seen.clear()
+        self._names.clear()
+        self.starts.clear()
+        return self.facts
+
+
+def _hashable(value: object) -> object:
+    """A field of an event as part of its identity: a list (``argv``) as a tuple, a mapping (``under``) as its
+    sorted items."""
+    if isinstance(value, list):
+        return tuple(_hashable(item) for item in value)
+    if isinstance(value, dict):
+        return tuple(sorted((str(key), _hashable(item)) for key, item in value.items()))
+    return value
+
+
+def _count(lines: Lines, line: Line) -> None:
+    lines["count"] += 1
+    keep(lines["lines"], [line])
+
+
+def keep(lines: List[Line], more: List[Line]) -> None:
+    """Add ``more`` to ``lines``, up to :data:`MAX_LINES_KEPT` in all."""
+    lines.extend(more[: max(0, MAX_LINES_KEPT - len(lines))])
+
+
+def realtime(entry: Entry) -> int | None:
     """When journald received the entry (``__REALTIME_TIMESTAMP``, µs since 1970), or None."""
     value = journal.field(entry, "__REALTIME_TIMESTAMP")
     if value is None or not 0 < len(value) <= 20 or not value.isascii() or not value.isdigit():
@@ -23,30 +190,7 @@ def realtime(entry: dict[str, Any]) -> int | None:
     return int(value)
 
 
-def crng_init_done(entries: list[dict[str, Any]]) -> float | None:
-    """When the kernel logged ``crng init done`` (seconds since boot): the earliest of its messages among
-    ``entries`` (:data:`urandom_shim.report.kernel_log.CRNG_MARKERS`), never this machine's /dev/kmsg."""
-    found = [
-        journal.at(entry)
-        for entry in entries
-        if journal.field(entry, "_TRANSPORT") in (None, "kernel")
-        and any(mark in journal.message(entry) for mark in kernel_log.CRNG_MARKERS)
-    ]
-    found = [time for time in found if time == time]
-    return min(found) if found else None
-
-
-def kernel_of(entries: list[dict[str, Any]]) -> str | None:
-    """The release of the kernel that booted, from its first message (``Linux version 6.12.12+bpo-cloud-amd64 ...``)."""
-    for entry in entries:
-        text = journal.message(entry)
-        if journal.field(entry, "_TRANSPORT") in (None, "kernel") and text.startswith("Linux version "):
-            release = text[len("Linux version ") :].split(" ", 1)[0]
-            return release[:200] or None
-    return None
-
-
-def first_boot(entry: dict[str, Any]) -> bool:
+def first_boot(entry: Entry) -> bool:
     """Whether systemd said "Detected first boot." in ``entry`` (through the kernel's buffer, before journald ran,
     or its own)."""
     return journal.message(entry).startswith("Detected first boot") and "systemd" in (
@@ -59,39 +203,30 @@ def hexadecimal(text: str) -> bool:
     return len(text) == 32 and all(char in "0123456789abcdef" for char in text)
 
 
-def by_cursor(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The entries without repeats (the two queries may both select one), in journald's order."""
-    seen = set()
-    kept = []
-    for entry in entries:
-        cursor = entry.get("__CURSOR")
-        if isinstance(cursor, str):
-            if cursor in seen:
-                continue
-            seen.add(cursor)
-        kept.append(entry)
-    return kept
-
-
-def merge(
-    boots: dict[Key, dict[str, Any]],
-    key: Key,
-    facts: dict[str, Any],
-) -> None:
+def merge(boots: Dict[Key, BootFacts], facts: BootFacts) -> None:
     """Add one file set's facts of a boot to what other file sets said of the same ids. A file set only ever adds:
-    its events, rejected lines, stalls and files join the others'; a first boot stays one; the later ``crng init
-    done`` counts (so that a machine forging another's ids can't move it earlier and take a finding away)."""
+    its events, rejected and unread lines, stalls and files join the others'; a first boot stays one; the later
+    ``crng init done`` counts (so that a machine forging another's ids can't move it earlier and take a finding
+    away)."""
+    key = (facts["machine_id"], facts["boot_id"])
     known = boots.get(key)
     if known is None:
         boots[key] = facts
         return
-    for name in ("events", "rejected", "stalls", "files"):
-        known[name] = [*known[name], *facts[name]]
-    for name in ("entries", "untimed"):
-        known[name] += facts[name]
+    known["events"] = [*known["events"], *facts["events"]]
+    known["stalls"] = [*known["stalls"], *facts["stalls"]]
+    known["files"] = [*known["files"], *(path for path in facts["files"] if path not in known["files"])]
+    for into, more in ((known["rejected"], facts["rejected"]), (known["unread"], facts["unread"])):
+        into["count"] += more["count"]
+        keep(into["lines"], more["lines"])
+    known["entries"] += facts["entries"]
+    known["untimed"] += facts["untimed"]
+    known["held_back"] += facts["held_back"]
     known["first_boot"] = known["first_boot"] or facts["first_boot"]
-    for name in ("hostname", "kernel"):
-        known[name] = known[name] if known[name] is not None else facts[name]
+    if known["hostname"] is None:
+        known["hostname"] = facts["hostname"]
+    if known["kernel"] is None:
+        known["kernel"] = facts["kernel"]
     seen = [value for value in (known["first_seen"], facts["first_seen"]) if value is not None]
     known["first_seen"] = min(seen) if seen else None
     crngs = [value for value in (known["crng_init_done"], facts["crng_init_done"]) if value is not None]

@@ -6,13 +6,10 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Iterator, Optional, Set
 
 from . import journal
-
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from typing import Any, Iterator
-
+from .journal import Entry
 
 #: crng_init_done's reasons for not knowing: words that complete "unknown, because ...".
 CRNG_NOT_LINUX = "this is not Linux"
@@ -33,13 +30,13 @@ KMSG = "/dev/kmsg"
 BOOT_ID = "/proc/sys/kernel/random/boot_id"
 #: What the kernel says when its CRNG is ready: "random: crng init done" since 4.8, and its nonblocking pool's
 #: readiness before.
-CRNG_MARKERS = ("crng init done", "nonblocking pool is initialized")
+CRNG_MARKERS = journal.CRNG_MARKERS
 #: Where a time came from.
 FROM_JOURNAL = "the journal"
 FROM_KMSG = "/dev/kmsg"
 
 
-def crng_init_done(entries: list[dict[str, Any]] | None) -> tuple[float | None, str]:
+def crng_init_done(entries: list[Entry] | None) -> tuple[float | None, str]:
     """When the kernel logged ``random: crng init done`` (seconds since boot), and where that came from:
     :data:`FROM_JOURNAL` (a kernel message among ``entries``), else :data:`FROM_KMSG` (this boot's kernel log).
     (None, why not in words) when neither holds it. The kernel log is not read when ``entries`` are of another boot.
@@ -53,21 +50,28 @@ def crng_init_done(entries: list[dict[str, Any]] | None) -> tuple[float | None, 
     found = [time for time in found if time == time]  # a time, not NaN
     if found:
         return min(found), FROM_JOURNAL
+    return from_kernel_log({journal.field(entry, "_BOOT_ID") for entry in entries or ()} - {None})
+
+
+def from_kernel_log(journal_boots: Set[Optional[str]]) -> tuple[float | None, str]:
+    """When this machine's kernel logged ``crng init done``, from its log (:data:`KMSG`), for a report whose journal
+    did not hold it; (None, why not in words) when it can't say. Not when the journal read was of another boot than
+    this one (``journal_boots``: the ``_BOOT_ID`` its entries name)."""
     if not sys.platform.startswith("linux"):
         return None, CRNG_NOT_LINUX
-    if entries and _other_boot(entries):
+    if _other_boot(journal_boots):
         return None, CRNG_OTHER_BOOT
     return _from_kmsg()
 
 
-def _other_boot(entries: list[dict[str, Any]]) -> bool:
-    """Whether the entries are of a boot other than this one (False when either boot is unknown)."""
+def _other_boot(theirs: Set[Optional[str]]) -> bool:
+    """Whether the boots ``theirs`` are of another than this one (False when either is unknown)."""
+    theirs = theirs - {None}
     try:
         with open(BOOT_ID, "rb") as file:
             here = file.read(64).decode("ascii", "replace").strip().replace("-", "")
     except OSError:
         return False
-    theirs = {journal.field(entry, "_BOOT_ID") for entry in entries} - {None}
     return bool(here and theirs) and here not in theirs
 
 

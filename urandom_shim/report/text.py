@@ -4,12 +4,16 @@ policy. Every string that came from a record or the journal is shown escaped.
 
 from __future__ import annotations
 
+from typing import cast
+
+from .. import _messages, _policies
 from .._terminal import escaped, rows
+from .sources import Kind, Line, Report, Source, said
 from .verdict import FINE, RAISE, WAIT, WEAK, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any
+    from .shapes import CallSite, CrngSpread, Program, Spread
 
 
 # -- text ------------------------------------------------------------------------------------------------------------
@@ -27,7 +31,7 @@ DONE_SHORT = {
 UNDER = {FINE: "nothing to see", WAIT: "waits", WEAK: "weak bytes", RAISE: "raises"}
 
 
-def lines(report: dict[str, Any]) -> list[str]:
+def lines(report: Report) -> list[str]:
     """The report as text. Every string that came from a record or the journal is shown escaped (:func:`shown`)."""
 
     if report.get("fleet_mode"):
@@ -43,29 +47,30 @@ def lines(report: dict[str, Any]) -> list[str]:
         out.append(f"  crng init done  {kernel['source']}")
     else:
         out.append(f"  crng init done  unknown: {kernel['source']}")
-    for name in ("events", "journal"):
-        source = report["sources"].get(name)
-        if source is None:
-            continue
-        where = shown(source["path"] or "none")
-        found = plural(source["records"], "event")
-        if source.get("skipped"):
-            why = "; ".join(f"{count} {reason}" for reason, count in sorted(source.get("skipped_why", {}).items()))
-            found += (
-                f", {plural(source['skipped'], 'record')} skipped ({shown(why)})"
-                if why
-                else (f", {plural(source['skipped'], 'line')} skipped")
-            )
-        if source.get("untimed"):
-            untimed = source["untimed"]
-            found += f", {untimed} {'entry' if untimed == 1 else 'entries'} {UNTIMED}"
-        if source.get("rejected"):
-            found += f", {plural(source['rejected'], 'line')} rejected (below)"
-        out.append(f"  {name:<15} {where}: {shown(source['problem']) if source['problem'] else found}")
+    events, journal = report["sources"].get("events"), report["sources"].get("journal")
+    if events is not None:
+        found = plural(events["records"], "event")
+        if events["skipped"]:
+            why = "; ".join(f"{count} {reason}" for reason, count in sorted(events["skipped_why"].items()))
+            found += f", {plural(events['skipped'], 'record')} skipped ({shown(why)})"
+        out.append(f"  {'events':<15} {shown(events['path'] or 'none')}: {source_words(events, found, report)}")
+    if journal is not None:
+        found = plural(journal["records"], "event")
+        if journal["untimed"]:
+            found += f", {journal['untimed']} {'entry' if journal['untimed'] == 1 else 'entries'} {UNTIMED}"
+        if journal["unread"]:
+            found += f", {plural(journal['unread'], 'line')} not read (below)"
+        if journal["rejected"]:
+            found += f", {plural(journal['rejected'], 'line')} rejected (below)"
+        out.append(f"  {'journal':<15} {shown(journal['path'] or 'none')}: {source_words(journal, found, report)}")
     programs = report["programs"]
     out.append("")
-    read = [source for source in report["sources"].values() if source.get("read")]
-    if not programs and not read:
+    read = [source for source in (events, journal) if source is not None and source["read"]]
+    if report.get("empty_allowed"):
+        out.append(
+            f"Nothing to read: {EMPTY_ALLOWED}. No program asked for randomness before the kernel CRNG was ready."
+        )
+    elif not programs and not read:
         out.append(
             "Nothing was read: no events file and no journal, so this report can't say what happened in the window. "
             "Name the events file with --events PATH, or a saved journal with --journal-file PATH; for many "
@@ -83,8 +88,9 @@ def lines(report: dict[str, Any]) -> list[str]:
         elif program["simulated"] and report.get("since") is None:
             when += " (in a simulated window)"
         out.append(f"{shown(program['name'])}{when}")
-        if program.get("argv"):
-            out.append(f"  command    {shown(' '.join(str(arg) for arg in program['argv'])[:200])}")
+        argv = program["argv"]
+        if argv:
+            out.append(f"  command    {shown(' '.join(str(arg) for arg in argv)[:200])}")
         if program.get("uids") and program["uids"] != [0]:
             out.append(f"  uid        {', '.join(str(uid) for uid in program['uids'])}")
         table = []
@@ -107,24 +113,9 @@ def lines(report: dict[str, Any]) -> list[str]:
         out.append(f"  under      {under}")
         out.extend(fixes(program))
         out.append("")
-    journal = report["sources"].get("journal") or {}
-    if journal.get("rejected"):
-        out.append(
-            f"Rejected: {plural(journal['rejected'], 'line')} of the journal read as the shim's events, but "
-            "journald's own fields show another writer, so no verdict counts them:"
-        )
-        for line in journal["rejected_lines"]:
-            who = ", ".join(
-                f"{label} {shown(line[key])}"
-                for key, label in (("unit", "unit"), ("exe", "by"), ("uid", "uid"))
-                if line.get(key) is not None
-            )
-            when = "" if line.get("time") is None else f"{line['time']:.2f} s after boot, "
-            out.append(f"  {when}{who}: {shown(line['reason'])}")
-            out.append(f"    {shown(line['message'][:120])}")
-        if journal["rejected"] > len(journal["rejected_lines"]):
-            out.append(f"  and {journal['rejected'] - len(journal['rejected_lines'])} more")
-        out.append("")
+    if journal is not None:
+        out.extend(journal_lines(UNREAD_LINES, journal["unread"], journal["unread_lines"]))
+        out.extend(journal_lines(REJECTED_LINES, journal["rejected"], journal["rejected_lines"]))
     for stall in report["stalls"]:
         out.append(
             f"{shown(stall['unit'])}: started {stall['started']:.2f} s after boot, {stall['lost']:.2f} s before crng "
@@ -148,24 +139,82 @@ def lines(report: dict[str, Any]) -> list[str]:
 
 #: The report's first line when no source could be read: no verdict is clean then.
 NOTHING_READ = "nothing read: no source named or configured could be read, so there is no verdict."
-#: What a call comes to under each policy, in the rows' words.
-WOULD = {FINE: "nothing to see", WAIT: "waits", WEAK: "weak bytes", RAISE: "raises"}
+#: What a call comes to under each policy (the outcomes a record carries), in the rows' words.
+WOULD = {
+    _policies.FINE: "nothing to see",
+    _policies.WAITS: "waits",
+    _policies.WEAK: "weak bytes",
+    _policies.RAISES: "raises",
+    _policies.WAIT_THEN_RAISE: "raises after its {timeout:g} s timeout",
+    _policies.WAIT_THEN_WEAK: "weak bytes after its {timeout:g} s timeout",
+}
+#: Said of a call recorded by an older shim, whose record carries no outcome per policy.
+INFERRED = (
+    "inferred from the call alone: recorded by an older urandom-shim, which did not say what its timeout, fuse, "
+    "floor or interpreter would make of it"
+)
+#: What a source that simply held nothing is, with --allow-empty.
+EMPTY_ALLOWED = _messages.REPORT_EMPTY_ALLOWED
+#: The heads of the lists of journal lines that reads as the shim's events but were not read as events.
+UNREAD_LINES = (
+    "Not read: {lines} of the journal, written by a Python interpreter in a system unit, read as the shim's events "
+    "but could not be parsed in full (cut short, or damaged): what they say is unknown, so --fail-for exits 3:"
+)
+REJECTED_LINES = (
+    "Rejected: {lines} of the journal read as the shim's events, but journald's own fields show another writer, so "
+    "no verdict counts them:"
+)
 
 
-def would(call: dict[str, Any]) -> str:
+def source_words(source: Source, found: str, report: Report) -> str:
+    """What one machine's report says of a source, after its path: what it held (``found``) and what of it could not
+    be read, or why it was not read; with --allow-empty, that a source that simply held nothing is a machine without
+    events."""
+    if not source["read"]:
+        problem = shown(source["problem"] or "nothing in it could be read")
+        return f"{problem.rstrip('.')}; {EMPTY_ALLOWED}" if report["allow_empty"] and source["absent"] else problem
+    others = [said(one) for one in source["problems"] if one["kind"] is not Kind.UNREAD_LINE]
+    if others:
+        more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
+        found += f"; not in full: {shown(others[0])}{more}"
+    return found
+
+
+def journal_lines(head: str, count: int, lines: list[Line]) -> list[str]:
+    """A list of journal lines not read as events (rejected, or unread), each with its writer, time and text."""
+    if not count:
+        return []
+    out = [head.format(lines=plural(count, "line"))]
+    for line in lines:
+        writer = (("unit", line["unit"]), ("by", line["exe"]), ("uid", line["uid"]))
+        who = ", ".join(f"{label} {shown(value)}" for label, value in writer if value is not None)
+        when = "" if line["time"] is None else f"{line['time']:.2f} s after boot, "
+        out.append(f"  {when}{who}: {shown(line['reason'])}")
+        out.append(f"    {shown(line['message'][:120])}")
+    if count > len(lines):
+        out.append(f"  and {count - len(lines)} more")
+    out.append("")
+    return out
+
+
+def would(call: CallSite) -> str:
     """What ``call`` would do under each policy: "pep522 raises, pep524 waits, ...". A call whose program has a
     ``[[program]]`` rule keeps that rule's policy under every machine-wide one, and says so."""
-    under = call.get("under") or {}
-    if len(set(under.values())) == 1:
-        words = f"{WOULD[next(iter(under.values()))]} under every policy"
+    outcomes = call["outcomes"]
+    timeout = call["timeout"] or 0.0
+    said = {name: WOULD.get(found, str(found)).format(timeout=timeout) for name, found in outcomes.items()}
+    if len(set(said.values())) == 1:
+        words = f"{next(iter(said.values()))} under every policy"
     else:
-        words = ", ".join(f"{policy} {WOULD[found]}" for policy, found in under.items())
-    if call.get("rule_policy"):
+        words = ", ".join(f"{policy} {found}" for policy, found in said.items())
+    if call["rule_policy"]:
         words += f" (its [[program]] rule keeps it on {call['rule_policy']} under each)"
+    if call["inferred"]:
+        words += f" ({INFERRED})"
     return words
 
 
-def fixes(program: dict[str, Any]) -> list[str]:
+def fixes(program: Program) -> list[str]:
     """For a program that would raise under some policy: the ways to fix it that fit it, as lines."""
     import json
 
@@ -194,29 +243,29 @@ def fixes(program: dict[str, Any]) -> list[str]:
     return out
 
 
-def raising_lines(calls: list[dict[str, Any]]) -> list[str]:
+def raising_lines(calls: list[CallSite]) -> list[str]:
     """The callers of ``calls`` that would raise under some policy and are a line of a file: a wait can go before
     them (not `<string>`, `<stdin>`: no file to edit)."""
-    raising = [call for call in calls if RAISE in (call.get("under") or {}).values()]
+    raising = [call for call in calls if RAISE in call["under"].values()]
     return [
-        str(c["caller"]) for c in raising if ":" in str(c.get("caller") or "<") and not str(c["caller"]).startswith("<")
+        str(c["caller"]) for c in raising if ":" in str(c["caller"] or "<") and not str(c["caller"]).startswith("<")
     ]
 
 
-def match_name(program: dict[str, Any]) -> str | None:
+def match_name(program: Program) -> str | None:
     """The name a ``[[program]]`` rule matches for this program: the one its events give, else its script's file
     name from its command line (the word after the interpreter), else None."""
     import os
 
-    if program.get("program"):
+    if program["program"]:
         return str(program["program"])
-    words = " ".join(str(arg) for arg in (program.get("argv") or ())).split()
+    words = " ".join(str(arg) for arg in (program["argv"] or ())).split()
     if len(words) >= 2 and os.path.basename(words[0]).startswith("python") and not words[1].startswith("-"):
         return os.path.basename(words[1])
     return None
 
 
-def fleet_lines(report: dict[str, Any]) -> list[str]:
+def fleet_lines(report: Report) -> list[str]:
     """The report over many machines, to fit a screen for a thousand: the fleet's figures, the programs by how
     many machines they ran on (the first :data:`PROGRAMS_SHOWN`, then "and N more"), the units that stalled, and a
     verdict per policy with counts. ``--json`` carries everything."""
@@ -234,24 +283,30 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
         found = f"{plural(events['files'], 'file')}, {plural(events['records'], 'event')}"
         if events["skipped"]:
             found += f", {plural(events['skipped'], 'record')} skipped"
+        if events.get("empty") and report.get("allow_empty"):
+            found += f", {events['empty']} empty: {EMPTY_ALLOWED}"
         if events["problems"]:
             found += f", {plural(len(events['problems']), 'problem')} (below)"
-        out.append(f"  {'events':<15} {shown(events['path'])}: {shown(events['problem'] or found)}")
-    for directory in sources.get("journal_dirs", ()):
+        words = shown(events["problem"] or found)
+        if not events["read"] and events["absent"] and report.get("allow_empty"):
+            words = f"{words.rstrip('.')}; {EMPTY_ALLOWED}"
+        out.append(f"  {'events':<15} {shown(events['path'])}: {words}")
+    journals = [("journal", sources["journal"])] if "journal" in sources else []
+    for label, directory in [*journals, *(("journal dir", one) for one in sources.get("journal_dirs", ()))]:
         found = f"{plural(directory['files'], 'journal file')}, {directory['entries']} entries selected"
         if directory["problems"]:
             found += f", {plural(len(directory['problems']), 'problem')} (below)"
-        out.append(f"  {'journal dir':<15} {shown(directory['path'])}: {found}")
+        out.append(f"  {label:<15} {shown(directory['path'])}: {found}")
     crng = fleet["crng_init_done"]
     out.append(f"  {'crng init done':<15} {_spread(crng)}")
     # First boots apart from later ones, where the fleet has both (each alone is the line above).
-    split = [(name, label) for name, label in (("first_boots", "first boots"), ("later_boots", "later boots"))]
-    if all(crng[name]["boots"] for name, _label in split):
-        out.extend(f"  {'':<15} {label}: {_spread(crng[name])}" for name, label in split)
-    for name, label in (("images", "images"), ("kernels", "kernels")):
-        if fleet[name]:
-            listed = [f"{shown(row['name'])} ({plural(row['machines'], 'machine')})" for row in fleet[name][:4]]
-            more = f" and {len(fleet[name]) - 4} more" if len(fleet[name]) > 4 else ""
+    split = ((crng["first_boots"], "first boots"), (crng["later_boots"], "later boots"))
+    if all(found["boots"] for found, _label in split):
+        out.extend(f"  {'':<15} {label}: {_spread(found)}" for found, label in split)
+    for names, label in ((fleet["images"], "images"), (fleet["kernels"], "kernels")):
+        if names:
+            listed = [f"{shown(row['name'])} ({plural(row['machines'], 'machine')})" for row in names[:4]]
+            more = f" and {len(names) - 4} more" if len(names) > 4 else ""
             out.append(f"  {label:<15} {', '.join(listed)}{more}")
     out.append("")
     programs = report["programs"]
@@ -301,17 +356,25 @@ def fleet_lines(report: dict[str, Any]) -> list[str]:
             out.append(f"  and {len(stalls) - PROGRAMS_SHOWN} more units")
         out.append(f"  {STALLS_AVOID}")
         out.append("")
-    # A journal directory's problems name their file; an events file's are said of it.
-    problems = [problem for d in sources.get("journal_dirs", ()) for problem in d["problems"]]
-    problems += [f"{p['path']}: {p['problem']}" for p in (events or {}).get("problems", ())]
+    # Each problem names its file.
+    problems = [
+        found
+        for source in (events, sources.get("journal"), *sources.get("journal_dirs", ()))
+        if source is not None
+        for found in source["problems"]
+        if not (report.get("allow_empty") and found["kind"] is Kind.EMPTY)
+    ]
     if problems:
         others = "; every other file was" if report.get("read", True) else ""
         out.append(f"Not read ({plural(len(problems), 'problem')}{others}):")
-        for problem in problems[:PROGRAMS_SHOWN]:
-            out.append(f"  {shown(problem)}")
+        for found in problems[:PROGRAMS_SHOWN]:
+            out.append(f"  {shown(said(found))}")
         if len(problems) > PROGRAMS_SHOWN:
             out.append(f"  and {len(problems) - PROGRAMS_SHOWN} more")
         out.append("")
+    unread = report.get("unread") or {}
+    if unread.get("count"):
+        out.extend(journal_lines(UNREAD_LINES, unread["count"], unread["lines"][:CALLS_SHOWN]))
     rejected = report.get("rejected") or {}
     if rejected.get("count"):
         out.append(
@@ -342,18 +405,18 @@ def _most(found: dict[str, int], shown_: int = 2) -> str:
 _SEVERITY = {RAISE: 0, WEAK: 1, WAIT: 2, FINE: 3}
 
 
-def worst_first(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def worst_first(calls: list[CallSite]) -> list[CallSite]:
     """A program's call sites as the fleet's text shows them: the worst first (one that would raise under some
     policy, then weak bytes, then a wait, then nothing to see), then on the most machines, then in order of first
     call. The first three shown are then the ones to fix, not merely the earliest."""
 
-    def worst(call: dict[str, Any]) -> int:
-        return min((_SEVERITY.get(found, len(_SEVERITY)) for found in (call.get("under") or {}).values()), default=9)
+    def worst(call: CallSite) -> int:
+        return min((_SEVERITY.get(found, len(_SEVERITY)) for found in call["under"].values()), default=9)
 
-    return sorted(calls, key=lambda call: (worst(call), -int(call.get("machines") or 0)))
+    return sorted(calls, key=lambda call: (worst(call), -call["machines"]))
 
 
-def fleet_fix(program: dict[str, Any]) -> list[str]:
+def fleet_fix(program: Program) -> list[str]:
     """The fixes of a program that would raise, on one line (each machine's own report says them in full)."""
     import json
 
@@ -376,10 +439,11 @@ STALLS_AVOID = (
 )
 
 
-def _spread(found: dict[str, Any]) -> str:
+def _spread(found: Spread) -> str:
     if not found["boots"]:
         return "unknown: no boot's journal holds it"
-    without = f" ({found['without']} without it)" if found.get("without") else ""
+    left = cast("CrngSpread", found).get("without") if "without" in found else None
+    without = f" ({left} without it)" if left else ""
     return (
         f"median {found['median']:.2f} s, 95th percentile {found['p95']:.2f} s, max {found['max']:.2f} s after boot, "
         f"over {plural(found['boots'], 'boot')}{without}"

@@ -1,29 +1,30 @@
 """What each policy would have done with a boot's recorded calls, for ``urandom-shim report``: the events grouped per
 program, and a verdict per policy.
 
-What a policy would do with each recorded call is the policy table's answer (:func:`urandom_shim._policies.action`)
-for the call's site, so the verdict for a policy nobody configured is as exact as for the one that was.
+What a policy would do with each recorded call is what the record says: the engine's own decision under each
+policy, with the program's settings (:func:`urandom_shim._policies.outcome`). Only a record of an older shim, which
+carries none, is read by the policy table for its call's site (:func:`inferred`), and the report says so.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Dict, Final, Iterable, NamedTuple, Optional, Tuple
 
 from .. import _events, _policies
 from .._terminal import escaped
+from .shapes import CallSite, Named, PolicyVerdict, Program
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from .._events import Record
+    from .sources import Report, Source
 
 
 #: The call sites whose bytes are meant for secrets; the two seeding sites only seed the ``random`` module.
 STRONG_SITES = (_policies.URANDOM, _policies.SECRETS)
 #: The sites a record may name: the policy table's, and report mode's explicit wait that nothing would end.
 KNOWN_SITES = (*_policies.SITES, _policies.EXPLICIT_WAIT)
-#: The problem of an events file that holds nothing but blanks (:mod:`.gather` reads it; an empty file of a fleet is
-#: a machine that wrote nothing, which ``--allow-empty`` accepts).
-EMPTY_EVENTS_FILE = "empty (the shim creates it only to write a record to it)"
 #: What one call comes to under a policy, worst last: nothing to see, a wait, weak bytes, an exception.
 FINE, WAIT, WEAK, RAISE = "fine", "wait", "weak", "raise"
 RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
@@ -31,67 +32,105 @@ RANK = {FINE: 0, WAIT: 1, WEAK: 2, RAISE: 3}
 MAX_EVENTS_FILE = 64 * 1024 * 1024
 
 
-def outcome(policy: _policies.Policy, site: str) -> str:
-    """What a call at ``site`` in the window comes to under ``policy``."""
+#: What each outcome a record carries (:data:`urandom_shim._policies.OUTCOMES`) counts as in a verdict: a wait whose
+#: timeout runs out counts as what follows it.
+CATEGORY = {
+    _policies.FINE: FINE,
+    _policies.WAITS: WAIT,
+    _policies.WEAK: WEAK,
+    _policies.RAISES: RAISE,
+    _policies.WAIT_THEN_RAISE: RAISE,
+    _policies.WAIT_THEN_WEAK: WEAK,
+}
+
+
+def inferred(policy: _policies.Policy, site: str) -> str:
+    """What a call at ``site`` comes to under ``policy`` by the policy table alone: the reading of a record of an
+    older shim, which carries no outcome of its own. It can't know the program's timeout, fuse, floor or
+    interpreter (the engine's decision, :func:`urandom_shim._policies.outcome`, does)."""
     if site == _policies.EXPLICIT_WAIT:
-        return WAIT  # an explicit wait waits under every policy
+        return _policies.WAITS  # an explicit wait waits under every policy
     if site not in _policies.SITES:
         site = _policies.URANDOM
     todo = _policies.action(policy, site)
     if todo == _policies.RAISE:
-        return RAISE
+        return _policies.RAISES
     if site not in STRONG_SITES:  # seeding `random`, from best-effort bytes or from time and pid: not for secrets
-        return FINE
+        return _policies.FINE
     if todo == _policies.BEST_EFFORT:
-        return WEAK
-    return WAIT  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
+        return _policies.WEAK
+    return _policies.WAITS  # pep524 waits; native is the interpreter's own os.urandom(), which blocks (Python 3.6+)
+
+
+def recorded_outcomes(event: Record) -> Dict[str, str] | None:
+    """The outcome under each policy that ``event`` carries (the engine's own decision), or None for a record or
+    line of an older shim."""
+    under: object = event.get("under")
+    if not isinstance(under, dict) or any(under.get(p.name) not in _policies.OUTCOMES for p in _policies.POLICIES):
+        return None
+    return {policy.name: str(under[policy.name]) for policy in _policies.POLICIES}
 
 
 #: How a record's policy_source names a ``[[program]]`` rule (``_config``: "LABEL [[program]] match = 'NAME'").
-RULE_SOURCE = " [[program]] match = "
+RULE_SOURCE = _policies.RULE_SOURCE
 
 
-def rule_policy(call: dict[str, Any]) -> _policies.Policy | None:
-    """The policy a ``[[program]]`` rule gave the program that made ``call``, or None. Such a program keeps it
-    whatever policy the machine has: the exemption a fleet configures. A record can only add a call, never change
-    another's, so a record that claims an exemption exempts no call but its own."""
-    source = call.get("policy_source")
+def rule_policy(source: object, policy: object) -> _policies.Policy | None:
+    """The policy a ``[[program]]`` rule gave the program whose call says ``source`` and ``policy``, or None. Such a
+    program keeps it whatever policy the machine has: the exemption a fleet configures. A record can only add a call,
+    never change another's, so a record that claims an exemption exempts no call but its own."""
     if not isinstance(source, str) or RULE_SOURCE not in source:
         return None
-    return _policies.BY_NAME.get(str(call.get("policy")))
+    return _policies.BY_NAME.get(str(policy))
 
 
-def call_site(event: dict[str, Any]) -> str:
+def call_site(event: Record) -> str:
     site = event.get("site")
-    return site if site in KNOWN_SITES else _events.site_of(str(event.get("call")))
+    return site if site is not None and site in KNOWN_SITES else _events.site_of(str(event.get("call")))
 
 
 # -- per program -----------------------------------------------------------------------------------------------------
 
 
-def program_name(event: dict[str, Any]) -> str:
+def program_name(event: Record) -> str:
     """What a program is called in the report: its systemd unit, else the name ``[[program]]`` rules match, else its
     command line's first words."""
     if event.get("unit"):
-        return str(event["unit"])
+        return str(event.get("unit"))
     if event.get("program"):
-        return str(event["program"])
+        return str(event.get("program"))
     argv = [os.path.basename(str(arg)) for arg in (event.get("argv") or ())[:2]]
     return " ".join(argv) or f"pid {event.get('pid', '?')}"
 
 
 #: What a record says was done at a call site: two records that differ in any of these are two rows.
-SAID = ("policy", "policy_source", "mode", "action", "would")
+SAID: Final = ("policy", "policy_source", "mode", "action", "would")
 
 
-def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str, Any]]:
+def said(event: Record) -> Tuple[object, ...]:
+    """What ``event`` says was done at its call site, and what every policy would do there: two records that differ
+    in any of it are two rows (none can merge away or downgrade another's finding)."""
+    recorded = recorded_outcomes(event)
+    outcomes = tuple(sorted(recorded.items())) if recorded is not None else None
+    return (*(event.get(name) for name in SAID), outcomes)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+
+
+def group(events: Iterable[Record], crng: float | None) -> list[Program]:
     """The events per program, each with its call sites and what every policy would make of them."""
-    programs: dict[str, dict[str, Any]] = {}
+    programs: dict[str, Program] = {}
+    calls: dict[str, dict[Tuple[object, ...], CallSite]] = {}
+    #: (call, caller, site) -> the key of its first call site: where a journal's repeat, which says no policy, goes.
+    sites: dict[str, dict[Tuple[object, ...], Tuple[object, ...]]] = {}
+    pids: dict[str, set[int]] = {}
     for event in events:
         name = program_name(event)
-        entry = programs.setdefault(
-            name,
-            {
+        entry = programs.get(name)
+        if entry is None:
+            entry = programs[name] = {
                 "name": name,
                 "unit": event.get("unit"),
                 "program": event.get("program"),
@@ -100,12 +139,21 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
                 "uids": [],
                 "first_call": None,
                 "first_call_after_crng": None,
-                "calls": {},
-                "sites": {},
-            },
-        )
+                "calls": [],
+                "simulated": True,
+                "under": {},
+                "longest_wait": 0.0,
+                "machines": 1,
+                "boots": 1,
+                "first_boots": 0,
+                "later_boots": 0,
+                "images": {},
+                "kernels": {},
+            }
+            calls[name], sites[name], pids[name] = {}, {}, set()
         pid = event.get("pid")
-        if pid is not None and pid not in entry["pids"]:
+        if isinstance(pid, int) and pid not in pids[name]:
+            pids[name].add(pid)
             entry["pids"].append(pid)
         uid = event.get("uid")
         if isinstance(uid, int) and uid not in entry["uids"]:
@@ -114,77 +162,98 @@ def group(events: Iterable[dict[str, Any]], crng: float | None) -> list[dict[str
         # that differs in any of them, so none can change the site (and so the verdict) or the story of another.
         site = call_site(event)
         where = (event.get("call"), event.get("caller"), site)
-        key = (*where, *(event.get(name) for name in SAID))
+        key = (*where, *said(event))
         if event.get("event") == "repeat" and event.get("from") == "journal":
             # From the journal a repeat names no policy: it belongs to the first call site it matches.
-            key = entry["sites"].get(where, key)
-        entry["sites"].setdefault(where, key)  # the first call site of each (call, caller, site): one look-up each
-        call = entry["calls"].setdefault(
-            key,
-            {
-                "call": event.get("call"),
-                "site": site,
-                "caller": event.get("caller"),
-                "first": None,
-                "count": 0,
-                "policy": event.get("policy"),
-                "policy_source": event.get("policy_source"),
-                "mode": event.get("mode"),
-                "action": event.get("action"),
-                "would": event.get("would"),
-                "waited": 0.0,
-                "simulated": bool(event.get("simulated")),
-            },
-        )
+            key = sites[name].get(where, key)
+        sites[name].setdefault(where, key)
+        call = calls[name].get(key)
+        if call is None:
+            call = calls[name][key] = _call_site(event, site)
         if event.get("event") == "repeat":
             call["count"] += int(event.get("count") or 0)
             continue
         if call["policy"] is None and call["action"] is None:  # a journal's repeat came first
-            call.update({name: event.get(name) for name in SAID})
+            count = call["count"]
+            call.update(_call_site(event, site))
+            call["count"] = count
         call["count"] += 1
-        when = event.get("boot_time")
-        if isinstance(when, (int, float)):
+        when = _number(event.get("boot_time"))
+        if when is not None:
             if call["first"] is None or when < call["first"]:
                 call["first"] = when
             if entry["first_call"] is None or when < entry["first_call"]:
                 entry["first_call"] = when
-        waited = event.get("waited")
-        if isinstance(waited, (int, float)) and waited > call["waited"]:
+        waited = _number(event.get("waited"))
+        if waited is not None and waited > call["waited"]:
             call["waited"] = waited
     result = []
-    for entry in programs.values():
-        del entry["sites"]
-        calls = sorted(entry["calls"].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
-        entry["calls"] = calls
-        entry["simulated"] = all(c["simulated"] for c in calls)
-        if entry["first_call"] is not None and crng is not None and not entry["simulated"]:
+    for name, entry in programs.items():
+        entry["calls"] = sorted(calls[name].values(), key=lambda c: (c["first"] is None, c["first"] or 0.0))
+        entry["simulated"] = all(c["simulated"] for c in entry["calls"])
+        first = entry["first_call"]
+        if first is not None and crng is not None and not entry["simulated"]:
             # A simulated window has nothing to do with when the real kernel's CRNG was ready.
-            entry["first_call_after_crng"] = round(entry["first_call"] - crng, 3)
-        for c in calls:
-            rule = rule_policy(c)
+            entry["first_call_after_crng"] = round(first - crng, 3)
+        for c in entry["calls"]:
+            rule = rule_policy(c["policy_source"], c["policy"])
             c["rule_policy"] = None if rule is None else rule.name
-            c["under"] = {policy.name: outcome(rule or policy, c["site"]) for policy in _policies.POLICIES}
+            if c["inferred"]:  # an older shim's record: the policy table's reading, and the report says so
+                c["outcomes"] = {policy.name: inferred(rule or policy, c["site"]) for policy in _policies.POLICIES}
+            c["under"] = {policy: CATEGORY[found] for policy, found in c["outcomes"].items()}
         entry["under"] = {
-            policy.name: max((c["under"][policy.name] for c in calls), key=RANK.__getitem__, default=FINE)
+            policy.name: max((c["under"][policy.name] for c in entry["calls"]), key=RANK.__getitem__, default=FINE)
             for policy in _policies.POLICIES
         }
-        entry["longest_wait"] = max((c["waited"] for c in calls), default=0.0)
+        entry["longest_wait"] = max((c["waited"] for c in entry["calls"]), default=0.0)
         result.append(entry)
     result.sort(key=lambda p: (p["first_call"] is None, p["first_call"] or 0.0, p["name"]))
     return result
 
 
-def verdict(programs: list[dict[str, Any]], *, fleet: bool = False) -> dict[str, Any]:
+def _call_site(event: Record, site: str) -> CallSite:
+    """A new call site of ``event``'s, before any call is counted."""
+    recorded = recorded_outcomes(event)
+    return {
+        "call": event.get("call"),
+        "site": site,
+        "caller": event.get("caller"),
+        "first": None,
+        "count": 0,
+        "policy": event.get("policy"),
+        "policy_source": event.get("policy_source"),
+        "mode": event.get("mode"),
+        "action": event.get("action"),
+        "would": event.get("would"),
+        "waited": 0.0,
+        "simulated": bool(event.get("simulated")),
+        "outcomes": recorded or {},
+        "timeout": _number(event.get("timeout")),
+        "inferred": recorded is None,
+        "rule_policy": None,
+        "under": {},
+        "machines": 1,
+        "boots": 1,
+    }
+
+
+def verdict(programs: list[Program], *, fleet: bool = False) -> Dict[str, PolicyVerdict]:
     """Per policy: which programs would raise, which would use weak bytes, which would wait, each with on how many
     machines and boots (first boots apart from later ones); and one sentence (with the counts when ``fleet``)."""
-    result: dict[str, Any] = {}
+    result: Dict[str, PolicyVerdict] = {}
     for policy in _policies.POLICIES:
-        by_outcome: dict[str, list[dict[str, Any]]] = {RAISE: [], WEAK: [], WAIT: []}
+        by_outcome: dict[str, list[Named]] = {RAISE: [], WEAK: [], WAIT: []}
         for program in programs:
             found = program["under"][policy.name]
             if found in by_outcome:
                 by_outcome[found].append(
-                    {name: program.get(name, 1) for name in ("name", "machines", "boots", "first_boots", "later_boots")}
+                    {
+                        "name": program["name"],
+                        "machines": program["machines"],
+                        "boots": program["boots"],
+                        "first_boots": program["first_boots"],
+                        "later_boots": program["later_boots"],
+                    }
                 )
         waiting = {entry["name"] for entry in by_outcome[WAIT]}
         longest = max((p["longest_wait"] for p in programs if p["name"] in waiting), default=0.0)
@@ -198,7 +267,7 @@ def verdict(programs: list[dict[str, Any]], *, fleet: bool = False) -> dict[str,
     return result
 
 
-def sentence(policy: str, by_outcome: dict[str, list[dict[str, Any]]], longest: float, *, fleet: bool = False) -> str:
+def sentence(policy: str, by_outcome: dict[str, list[Named]], longest: float, *, fleet: bool = False) -> str:
     parts = []
     if by_outcome[RAISE]:
         parts.append(f"{_count(by_outcome[RAISE])} would raise BlockingIOError: {_names(by_outcome[RAISE], fleet)}")
@@ -212,7 +281,7 @@ def sentence(policy: str, by_outcome: dict[str, list[dict[str, Any]]], longest: 
     return f"under {policy}, " + "; ".join(parts)
 
 
-def _count(names: list[dict[str, Any]]) -> str:
+def _count(names: list[Named]) -> str:
     return plural(len(names), "program")
 
 
@@ -220,7 +289,7 @@ def plural(count: int, noun: str) -> str:
     return f"{count} {noun}" if count == 1 else f"{count} {noun}s"
 
 
-def _names(entries: list[dict[str, Any]], fleet: bool, shown: int = 5) -> str:
+def _names(entries: list[Named], fleet: bool, shown: int = 5) -> str:
     more = f" and {len(entries) - shown} more" if len(entries) > shown else ""
     if not fleet:
         return ", ".join(str(entry["name"]) for entry in entries[:shown]) + more
@@ -228,52 +297,55 @@ def _names(entries: list[dict[str, Any]], fleet: bool, shown: int = 5) -> str:
     return ", ".join(named) + more
 
 
-def unread(report: dict[str, Any], *, allow_empty: bool = False) -> tuple[str | None, str | None, bool] | None:
-    """Why ``--fail-for`` can't pass on this report although no program fails: (the source in words, or None when
-    nothing at all was read; its problem; whether there simply was nothing there, which ``--allow-empty`` accepts).
-    None when it can pass. A source asked for and not read fails it: an events file named or configured that does
-    not exist, can't be read or is refused, a journal that can't be read, a journal directory with no journal file
-    that could be read. So does reading nothing at all. (A fleet's files that can't be read are reported and
-    skipped: the machines that were read still decide.)"""
+class Unread(NamedTuple):
+    """Why ``--fail-for`` can't pass on a report although no program fails (:func:`unread`): the source in words
+    (None when nothing at all was read), its problem in words, and whether there simply was nothing there (which
+    ``--allow-empty`` accepts)."""
+
+    source: Optional[str]
+    problem: Optional[str]
+    absent: bool
+
+
+def unread(report: Report, *, allow_empty: bool = False) -> Unread | None:
+    """Why ``--fail-for`` can't pass on this report although no program fails, or None when it can. A source asked
+    for fails it when it was not read, or not in full: any problem but those that mean there was nothing there
+    (:data:`urandom_shim.report.sources.ABSENT`, which ``allow_empty`` accepts) is something asked for and not read,
+    whose findings are unknown. So does reading nothing at all. The kind of each problem decides, never its words."""
+    from .sources import absent, said
+
     sources = report["sources"]
     events, journal = sources.get("events"), sources.get("journal")
-    asked = []
+    asked: list[tuple[str, Source]] = []
     if events is not None and events["path"] is not None:
-        asked.append((f"the events {'files' if 'paths' in events else 'file'} {escaped(events['path'])}", events))
+        several = len(events["paths"]) != 1 or events["files"] + len(events["problems"]) > 1
+        asked.append((f"the events {'files' if several else 'file'} {escaped(events['path'])}", events))
     if journal is not None:
         asked.append((f"the journal ({escaped(journal['path'])})", journal))
     for directory in sources.get("journal_dirs", ()):
         asked.append((f"the journal directory {escaped(directory['path'])}", directory))
     for name, source in asked:
-        if not source["read"] and not (allow_empty and source["absent"]):
-            problem = source.get("problem") or "; ".join(_problems(source)[:1]) or "nothing in it could be read"
-            return name, escaped(problem).rstrip("."), bool(source["absent"])
-        if source.get("problems"):
-            # Over a fleet, a file that could not be read is a machine whose findings are unknown: the gate can't
-            # pass for it, whatever the others say (the machines that were read still fail it, with exit 1).
-            # An empty events file is a machine that wrote nothing (the tmpfiles.d snippet creates the file at
-            # boot): with --allow-empty, as for one machine's file, that is a boot without events.
-            problems = _problems(source, allow_empty=allow_empty)
-            if not problems:
+        problems = [found for found in source["problems"] if not (allow_empty and absent(found))]
+        if not source["read"] and not problems:
+            if allow_empty and source["absent"]:
                 continue
+            return Unread(
+                name, escaped(source["problem"] or "nothing in it could be read").rstrip("."), source["absent"]
+            )
+        if not source["read"]:
+            whole = source["problem"] if source["problem"] and len(source["problems"]) == 1 else said(problems[0])
+            return Unread(name, escaped(whole).rstrip("."), all(absent(found) for found in problems))
+        if problems:
+            # A file that could not be read is a machine whose findings are unknown: the gate can't pass for it,
+            # whatever the others say (the machines that were read still fail it, with exit 1).
             more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
-            return name, escaped(f"not in full: {problems[0]}{more}").rstrip("."), False
+            return Unread(name, escaped(f"not in full: {said(problems[0])}{more}").rstrip("."), False)
     if not any(source["read"] for _name, source in asked) and not allow_empty:
-        return None, None, True
+        return Unread(None, None, True)
     return None
 
 
-def _problems(source: dict[str, Any], *, allow_empty: bool = False) -> list[str]:
-    """A fleet source's problems as lines: a journal directory's name their file; an events file's are said of it.
-    With ``allow_empty``, an events file that is empty is none."""
-    return [
-        p if isinstance(p, str) else f"{p['path']}: {p['problem']}"
-        for p in source.get("problems") or ()
-        if not (allow_empty and isinstance(p, dict) and p.get("problem") == EMPTY_EVENTS_FILE)
-    ]
-
-
-def fails(report: dict[str, Any], policy: str) -> bool:
+def fails(report: Report, policy: str) -> bool:
     """``--fail-for``: whether some program would raise or use weak bytes under ``policy``."""
     found = report["verdict"][policy]
     return bool(found["raise"] or found["weak"])
