@@ -28,6 +28,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Callable, Protocol
 
+    from .._events import Record
     from .records import Records
 
     class Test(Protocol):
@@ -53,9 +54,7 @@ class Finding:
 
     __slots__ = ("command", "given_as", "pid", "record", "seen", "status")
 
-    def __init__(
-        self, record: dict[str, Any], pid: int, status: int, command: str | None, given_as: str | None = None
-    ) -> None:
+    def __init__(self, record: Record, pid: int, status: int, command: str | None, given_as: str | None = None) -> None:
         self.record = record
         #: Where the test's policy came from: what the child's ``environment variable URANDOM_POLICY`` was set from.
         self.given_as = given_as
@@ -94,7 +93,7 @@ class Finding:
 class _Suspect:
     __slots__ = ("child", "child_command", "pid", "record")
 
-    def __init__(self, record: dict[str, Any], pid: int, child: int | None, child_command: str | None) -> None:
+    def __init__(self, record: Record, pid: int, child: int | None, child_command: str | None) -> None:
         self.record, self.pid, self.child, self.child_command = record, pid, child, child_command
 
 

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import List, NamedTuple, Optional, cast
 
 from .. import _messages
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Iterable
+    from typing import Iterable
+
+    from .._events import Record
+    from ..report.shapes import CallSite
 
 #: What a record says was done when the policy raised.
 REFUSALS = ("raised", "timed-out-raised")
@@ -31,8 +35,8 @@ class Records:
         self.own = own
         self.offset = start
         self.skipped = 0
-        self.all: list[dict[str, Any]] = []
-        self.by_test: dict[str | None, list[dict[str, Any]]] = {}
+        self.all: list[Record] = []
+        self.by_test: dict[str | None, list[Record]] = {}
         self._lock = threading.Lock()
 
     def read_new(self) -> None:
@@ -98,13 +102,14 @@ def _read_from(path: str, offset: int) -> bytes:
         os.close(fd)
 
 
-def parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
+def parse(data: bytes) -> tuple[list[Record], int]:
     """The records in ``data`` that ``urandom-shim report`` would read, and how many lines it would skip."""
     import json
 
-    from ..report.gather import malformed
+    from ..report.events_files import malformed
 
-    records, skipped = [], 0
+    records: list[Record] = []
+    skipped = 0
     for line in data.splitlines():
         if not line.strip():
             continue
@@ -113,7 +118,7 @@ def parse(data: bytes) -> tuple[list[dict[str, Any]], int]:
         except (ValueError, RecursionError):
             record = None
         if isinstance(record, dict) and malformed(record) is None:
-            records.append(record)
+            records.append(cast("Record", record))
         else:
             skipped += 1
     return records, skipped
@@ -191,36 +196,43 @@ def command(argv: object, rootdir: str) -> str:
 # -- what the records add to each test's report ------------------------------------------------------------------------
 
 
-def calls(records: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """``records`` as ``urandom-shim report --json`` lists its calls (:func:`urandom_shim.report.verdict.group`):
-    call, site, caller, what was done and what each policy would do (``under``), each with its process."""
+class Located(NamedTuple):
+    """A call site of a test's records, as ``urandom-shim report --json`` lists it (call, site, caller, what was done
+    and what each policy would do), with the processes that made it."""
+
+    call: CallSite
+    pids: List[int]
+    argv: Optional[List[str]]
+
+
+def calls(records: Iterable[Record]) -> list[Located]:
+    """``records`` grouped by the boot report's own aggregation (:func:`urandom_shim.report.verdict.group`)."""
     from ..report.verdict import group
 
-    found = []
-    for program in group(list(records), None):
-        for call in program["calls"]:
-            found.append({**call, "pids": program["pids"], "argv": program["argv"]})
-    return found
+    return [
+        Located(call, program["pids"], program["argv"]) for program in group(records, None) for call in program["calls"]
+    ]
 
 
-def where(call: dict[str, Any], own: int, rootdir: str) -> str:
-    """Which process of the test made ``call``: its own, or a child, by its command line."""
-    if own in call.get("pids", ()):
+def where(found: Located, own: int, rootdir: str) -> str:
+    """Which process of the test made a call: its own, or a child, by its command line."""
+    if own in found.pids:
         return _messages.PLUGIN_IN_TEST_PROCESS
-    pids = ", ".join(str(pid) for pid in call.get("pids", ())[:3])
-    return _messages.PLUGIN_IN_CHILD.format(command=command(call.get("argv"), rootdir), pids=pids)
+    pids = ", ".join(str(pid) for pid in found.pids[:3])
+    return _messages.PLUGIN_IN_CHILD.format(command=command(found.argv, rootdir), pids=pids)
 
 
-def property_values(records: list[dict[str, Any]], own: int, rootdir: str) -> list[str]:
+def property_values(records: list[Record], own: int, rootdir: str) -> list[str]:
     """One ``urandom`` property per call site of a test, for the JUnit XML."""
     from ..report.text import would
 
     values = []
-    for call in calls(records):
+    for found in calls(records):
+        call = found.call
         value = _messages.PLUGIN_PROPERTY.format(
             call=shown(call["call"]),
             caller=shown(place(call["caller"], rootdir)),
-            where=where(call, own, rootdir),
+            where=where(found, own, rootdir),
             done=shown(call["action"]),
             policy=shown(call["policy"]),
             would=would(call),

@@ -55,8 +55,8 @@ def _after_phase(run: Run, item: pytest.Item, call: pytest.CallInfo[None], repor
     for found in calls(r for r in records.by_test.get(item.nodeid, []) if r.get("action") in REFUSALS):
         lines.append(
             _messages.PLUGIN_REFUSED_IN_TEST.format(
-                call=shown(found["call"]),
-                caller=shown(place(found["caller"], rootdir)),
+                call=shown(found.call["call"]),
+                caller=shown(place(found.call["caller"], rootdir)),
                 where=where(found, own, rootdir),
             )
         )

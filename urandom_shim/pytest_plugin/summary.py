@@ -21,6 +21,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any, Collection
 
+    from .._events import Record
+    from ..report.shapes import PolicyVerdict, Program
+
 #: The tests named for a call site, and the call sites and test files shown, before "and N more".
 TESTS_SHOWN, SITES_SHOWN, FILES_SHOWN = 3, 10, 5
 #: What a call comes to under a policy, worst last (:data:`urandom_shim.report.verdict.RANK`).
@@ -149,7 +152,7 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
 
     found = options(config)
     rootdir = str(config.rootpath)
-    records: list[dict[str, Any]] = []
+    records: list[Record] = []
     skipped = 0
     for path, (start, own) in collected.files.items():
         reader = collected.local if collected.local is not None and collected.local.path == path else None
@@ -158,7 +161,7 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
         reader.read_new()
         records.extend(reader.all)
         skipped += reader.skipped
-    by_test: dict[str | None, list[dict[str, Any]]] = {}
+    by_test: dict[str | None, list[Record]] = {}
     for record in records:
         test = record.get("test")
         by_test.setdefault(test if isinstance(test, str) else None, []).append(record)
@@ -167,7 +170,8 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
     for test, mine in by_test.items():
         found_calls = calls(mine)
         worst: dict[str, str] = {}
-        for call in found_calls:
+        for found_call in found_calls:
+            call = found_call.call
             caller = absolute(call["caller"], rootdir)
             key = (call["call"], caller, call["site"])
             site = sites.setdefault(
@@ -178,21 +182,19 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
             if test not in site["tests"]:
                 site["tests"].append(test)
             site["count"] += call["count"]
-            if set(call["pids"]) & collected.pids:
+            if set(found_call.pids) & collected.pids:
                 site["in_tests_process"] = True
-            elif call["argv"] not in site["processes"]:
-                site["processes"].append(call["argv"])
+            elif found_call.argv not in site["processes"]:
+                site["processes"].append(found_call.argv)
             for policy, outcome in call["under"].items():
                 for table in (site["under"], worst):
                     if RANK[outcome] > RANK.get(table.get(policy, "fine"), 0):
                         table[policy] = outcome
                     table.setdefault(policy, outcome)
-        longest = max((call["waited"] for call in found_calls), default=0.0)
+        longest = max((found_call.call["waited"] for found_call in found_calls), default=0.0)
         tests.append({"test": test, "outcome": collected.outcomes.get(test or ""), "under": worst,
                       "longest_wait": longest, "programs": _programs(mine)})  # fmt: skip
-    entries = [{"name": entry["test"], "under": entry["under"], "longest_wait": entry["longest_wait"]}
-               for entry in tests if entry["test"] is not None]  # fmt: skip
-    judged = verdict(entries)
+    judged = verdict([_as_program(entry) for entry in tests if entry["test"] is not None])
     for policy, said in judged.items():
         said["text"] = _sentence(policy, said)
     return {
@@ -210,7 +212,17 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
     }
 
 
-def _programs(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _as_program(entry: dict[str, Any]) -> Program:
+    """A test as the boot report's verdict counts a program: one machine, one boot."""
+    return {
+        "name": entry["test"], "unit": None, "program": None, "argv": None, "pids": [], "uids": [],
+        "first_call": None, "first_call_after_crng": None, "calls": [], "simulated": True, "under": entry["under"],
+        "longest_wait": entry["longest_wait"], "machines": 1, "boots": 1, "first_boots": 0, "later_boots": 0,
+        "images": {}, "kernels": {},
+    }  # fmt: skip
+
+
+def _programs(records: list[Record]) -> list[Program]:
     """A test's records as ``urandom-shim report --json`` gives its programs."""
     from ..report.verdict import group
 
@@ -224,15 +236,15 @@ def _severity(site: dict[str, Any], policy: str | None) -> tuple[int, int]:
     return (-RANK.get(outcome, 0), -len(site["tests"]))
 
 
-def _sentence(policy: str, said: dict[str, Any]) -> str:
+def _sentence(policy: str, said: PolicyVerdict) -> str:
     parts = []
-    for outcome, template in (
-        ("raise", _messages.PLUGIN_VERDICT_RAISE),
-        ("weak", _messages.PLUGIN_VERDICT_WEAK),
-        ("wait", _messages.PLUGIN_VERDICT_WAIT),
+    for tests, template in (
+        (said["raise"], _messages.PLUGIN_VERDICT_RAISE),
+        (said["weak"], _messages.PLUGIN_VERDICT_WEAK),
+        (said["wait"], _messages.PLUGIN_VERDICT_WAIT),
     ):
-        if said[outcome]:
-            parts.append(template.format(tests=_count(len(said[outcome]))))
+        if tests:
+            parts.append(template.format(tests=_count(len(tests))))
     if not parts:
         return _messages.PLUGIN_VERDICT_NOTHING.format(policy=policy)
     return f"under {policy}, " + "; ".join(parts)

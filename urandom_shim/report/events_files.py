@@ -165,6 +165,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "seed_random_instances": _TEXT,
     "floor": _TEXT,
     "interpreter": _TEXT,
+    "test": _TEXT,
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {
