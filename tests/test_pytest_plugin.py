@@ -394,12 +394,12 @@ def test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once(
         assert f"FAILED {module}::{test}" in text
         policy = "pep522" if source == "--urandom-policy" else "pep524"
         assert (
-            f"urandom-shim: {call}, called from {module}:{line}, would wait forever for the simulated kernel CRNG: "
+            f"urandom-shim: {call} at {module}:{line} would wait forever for the simulated kernel CRNG: "
             f"nothing in this test will ever make it ready (under urandom-shim policy '{policy}' (from {source}))."
             in text
         ), text[-4000:]
     assert re.search(
-        r"urandom-shim: secrets\.token_hex\(\), called from \S+:32, waited 0\.[5-9] s \(the plugin's bound\) for "
+        r"urandom-shim: secrets\.token_hex\(\) at \S+:32 waited 0\.[5-9] s \(the plugin's bound\) for "
         r"the simulated kernel CRNG: no other thread of the test has called system_rng\.ready\(\) \(under "
         r"urandom-shim policy 'pep522' \(from --urandom-policy\)\)",
         text,

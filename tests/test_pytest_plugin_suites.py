@@ -238,8 +238,8 @@ def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(
     flat = " ".join(result.stdout.str().split())
     died = (
         "urandom-shim: the test's child process `python server.py {path}` (pid {pid}) exited with status 1 after "
-        "os.urandom(32) raised BlockingIOError under policy 'pep522' (from --urandom-policy, which the child "
-        "inherits as URANDOM_POLICY), called from server.py:2."
+        "os.urandom(32) at server.py:2 raised BlockingIOError under policy 'pep522' (from --urandom-policy, which "
+        "the child inherits as URANDOM_POLICY)."
     )
     pattern = re.escape(died).replace(re.escape("{path}"), r"\S+").replace(re.escape("{pid}"), r"\d+")
     # The waiting test's failure; the test that checked its child may name the death too, if the watch saw the
@@ -250,8 +250,8 @@ def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(
     assert re.search(r"time\.sleep\(0\.05\) E +Failed: urandom-shim: the test's child process", flat), flat[-6000:]
     # The wait that nothing would end: the call, its line, the line in the test that led there, and the traceback.
     assert (
-        f"urandom-shim: secrets.token_hex(), called from {library / 'tokens.py'}:5 (reached from test_enforced.py:18, "
-        "in your code), would wait forever for the simulated kernel CRNG: nothing in this test will ever make it "
+        f"urandom-shim: secrets.token_hex() at {library / 'tokens.py'}:5 (reached from test_enforced.py:18, "
+        "in your code) would wait forever for the simulated kernel CRNG: nothing in this test will ever make it "
         "ready (under urandom-shim policy 'pep522' (from --urandom-policy))." in flat
     ), flat[-6000:]
     assert "Traceback to the call (most recent call last):" in flat
@@ -264,13 +264,13 @@ def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(
     assert "at boot this waits for the CRNG" in section, section
     # A test that checked its child fails by itself, and its report names the call that killed the child.
     assert re.search(
-        r"the policy raised BlockingIOError in this test: os\.urandom\(32\), called from server\.py:2, in a child "
+        r"the policy raised BlockingIOError in this test: os\.urandom\(32\) at server\.py:2, in a child "
         r"process, `python server\.py /dev/null` \(pid \d+\)",
         flat,
     ), flat[-6000:]
     # A failure of the test's own: the call the policy refused is named in a section of its report.
     assert (
-        "the policy raised BlockingIOError in this test: os.urandom(8), called from test_enforced.py:27, in the "
+        "the policy raised BlockingIOError in this test: os.urandom(8) at test_enforced.py:27, in the "
         "test's own process" in flat
     ), flat[-6000:]
 

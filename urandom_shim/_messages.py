@@ -225,7 +225,7 @@ PLUGIN_MARKER_POSITIONALS = (
 PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy="
 # A wait that nothing will end, in the test's own process.
 PLUGIN_WAIT_ENDED = (
-    "urandom-shim: {call}, called from {caller}{via}, {waited_for} the simulated kernel CRNG: {why} (under "
+    "urandom-shim: {call} at {caller}{via} {waited_for} the simulated kernel CRNG: {why} (under "
     "{policy_phrase}). {remedies}"
 )
 PLUGIN_SOME_CALL = "a call for randomness"
@@ -246,8 +246,8 @@ PLUGIN_REMEDY_TIMEOUT = (
 PLUGIN_REMEDY_EXEMPT = "exempt it: --urandom-exempt='{nodeid}', or the ini key urandom_exempt"
 # A child process of the test that died of the policy.
 PLUGIN_CHILD_DIED = (
-    "urandom-shim: the test's child process `{command}` (pid {pid}) exited with status {status} after {call} "
-    "raised BlockingIOError{done}{within} under policy '{policy}' (from {source}), called from {caller}."
+    "urandom-shim: the test's child process `{command}` (pid {pid}) exited with status {status} after {call} at "
+    "{caller} raised BlockingIOError{done}{within} under policy '{policy}' (from {source})."
 )
 PLUGIN_DONE_TIMED_OUT = " (its wait timed out)"
 PLUGIN_CHILD_SOURCE = "{given_as}, which the child inherits as {variable}"
@@ -259,7 +259,7 @@ PLUGIN_CHILD_STILL_RUNNING = (
 PLUGIN_REMEDY_CHILD_WAIT = (
     "call secrets.wait_for_system_rng() once before {caller} in the child's code, where waiting is acceptable"
 )
-PLUGIN_REFUSED_IN_TEST = "the policy raised BlockingIOError in this test: {call}, called from {caller}, {where}"
+PLUGIN_REFUSED_IN_TEST = "the policy raised BlockingIOError in this test: {call} at {caller}, {where}"
 PLUGIN_IN_TEST_PROCESS = "in the test's own process"
 PLUGIN_IN_CHILD = "in a child process, `{command}` (pid {pids})"
 # The records of a test in the JUnit XML (a property named "urandom").
