@@ -580,7 +580,7 @@ MACHINE_FIELDS = ["machine_id", "boot_id", "hostname", "image", "kernel", "first
 #: Every field of a call record, in the order the shim writes them: ``v`` first, the machine's after the program's.
 RECORD_KEYS = ["v", "event", "boot_time", "pid", "argv", "program", "unit", *MACHINE_FIELDS, "call", "site", "caller",
                "policy", "policy_source", "mode", "action", "would", "waited", "simulated", "under", "pinned",
-               "window", "timeout", "on_timeout", "seed_random_instances", "floor", "interpreter"]  # fmt: skip
+               "window", "timeout", "on_timeout", "seed_random_instances", "floor", "interpreter", "test"]  # fmt: skip
 
 
 def os_release_image(text: str) -> str | None:

@@ -167,6 +167,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "interpreter": _TEXT,
     "pinned": (bool, type(None)),
     "cut": (list, type(None)),
+    "test": _TEXT,
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {
