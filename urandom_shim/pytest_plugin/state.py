@@ -32,7 +32,24 @@ def variables() -> tuple[str, ...]:
     plugin imports nothing of the package but its messages.)"""
     from .. import _config, _events
 
-    return (*_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND, _events.LINES_VARIABLE)
+    return (
+        *_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND, _events.LINES_VARIABLE,
+        _config.ENV_GIVEN_AS,
+    )  # fmt: skip
+
+
+def child_variables(overrides: dict[str, Any], sources: dict[str, str], origin: str) -> dict[str, str]:
+    """The variables that give a test's child processes its settings, and the sources they name them by (the
+    option, ini key, marker or fixture each came from, not the variable): so that a child's records say what each
+    policy would do, as the test's own do, rather than keep the variable's policy under each."""
+    from .._config import ENV_GIVEN_AS, KEYS, variables
+
+    given = variables(overrides)
+    lines = ["pytest"]
+    for key, value in given.items():
+        name = next(k for k, record in KEYS.items() if record.variable == key)
+        lines.append(f"{sources.get(name, origin)}\t{key}\t{value}")
+    return {**given, ENV_GIVEN_AS: "\n".join(lines)}
 
 
 #: Modules whose functions a policy replaces: a snapshot of their namespaces is put back after each test.
@@ -132,9 +149,8 @@ class TestState:
         self._engage(overrides)  # a bad value raises here, before anything changes
         self.overrides = overrides
         self.suite = None
-        from .._config import variables
-
-        os.environ.update(variables(overrides))  # children get the same settings
+        sources = options(self.run.config).sources() if self.origin == OPTION else {}
+        os.environ.update(child_variables(overrides, sources, self.origin))  # children get the same settings
         os.environ.update(self.run.child_environment())
 
     def _engage(self, overrides: dict[str, Any]) -> None:
@@ -294,7 +310,7 @@ class Suite:
 
     def enter(self, test: TestState, ends_later: bool) -> None:
         """Lend the policy to ``test``: unready from now on, in this process and the children it starts."""
-        from .. import _config, _readiness, _simulation
+        from .. import _readiness, _simulation
 
         simulation = self.simulation
         simulation.watcher = test._watch
@@ -302,7 +318,7 @@ class Suite:
         test.suite = self
         test.origin = OPTION
         test.overrides = dict(self.overrides)
-        os.environ.update(_config.variables(self.overrides))
+        os.environ.update(child_variables(self.overrides, options(self.run.config).sources(), OPTION))
         os.environ.update(self.run.child_environment())
         os.environ[_simulation.ENV] = simulation.spec
         os.environ[_simulation.BOUND_ENV] = repr(CHILD_WAIT_BOUND if ends_later else 0.0)

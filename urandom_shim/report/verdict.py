@@ -237,6 +237,8 @@ def _done(call: CallSite) -> str | None:
     """What an enforced call was seen to come to, or None (report mode, the interpreter's own code)."""
     if call["mode"] != _policies.ENFORCE:
         return None
+    if str(call["action"]).startswith("timed-out") and call["timeout"] is None and not call["inferred"]:
+        return None  # no timeout of the program's ran out: the pytest plugin ended a wait nothing would end
     done = DONE.get(str(call["action"]))
     if done in (_policies.WEAK, _policies.WAIT_THEN_WEAK) and call["site"] not in STRONG_SITES:
         return _policies.FINE
