@@ -223,14 +223,14 @@ class _Reading:
         machine sent nothing: named, as a directory without journal files is). ``read``: its files journalctl read
         to their end; a set in journald's per-user split (``user-1000.journal``) holds only a login user's lines,
         which no report believes, and its boots' starts are in the system's set."""
-        listed = self._boot_ids(read, source) if read else None
-        if listed is None:
-            listed = []
-        if not reducers and not listed:
-            if read and len(read) == len(files):
-                source["problems"].append(problem(Kind.EMPTY, files[0], _messages.REPORT_DIR_FILE_EMPTY))
+        listed = self._boot_ids(read) if read else None
+        if not reducers and listed == [] and len(read) == len(files):
+            source["problems"].append(problem(Kind.EMPTY, files[0], _messages.REPORT_DIR_FILE_EMPTY))
             return
-        source["read"] = True
+        if not reducers and not read:
+            return  # nothing of it was read: each file's problem says why
+        source["read"] = True  # its lines, or journalctl's word that it holds none that matter
+        listed = listed or []
         user_set = _files.is_user_set(files[0])
         known = {key[1]: key for key in reducers}
         for boot_id in listed:
@@ -250,7 +250,7 @@ class _Reading:
             if not reducer.reaches_start():
                 source["problems"].append(problem(Kind.NO_BOOT_START, files[0], _facts.no_start(reducer.facts)))
 
-    def _boot_ids(self, files: List[str], source: JournalSource) -> List[str] | None:
+    def _boot_ids(self, files: List[str]) -> List[str] | None:
         """The boots the ``files`` of one set hold (``journalctl -F _BOOT_ID``), or None if journalctl could not
         say (the reads already said why)."""
         fds = [fd for fd in (_files.open_journal(path) for path in files) if not isinstance(fd, dict)]
