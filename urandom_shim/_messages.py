@@ -338,8 +338,12 @@ CHECK_PACKAGE_FILE_NOT_THE_PROGRAMS = (
     "environment's or the machine's file."
 )
 REPORT_SOURCE_UNREAD = (
-    "report --fail-for {policy}: {source} was not read ({problem}), so this can't be a clean verdict; exit status "
+    "report --fail-for {policy}: {source} {was} not read ({problem}), so this can't be a clean verdict; exit status "
     "3.{hint}"
+)
+REPORT_SOURCE_PARTLY_READ = (
+    "report --fail-for {policy}: {source} {was} not read in full ({problem}), so this can't be a clean verdict; exit "
+    "status 3.{hint}"
 )
 REPORT_NOTHING_READ = (
     "report --fail-for {policy}: nothing was read (no events file, and no journal), so this can't be a clean "
@@ -579,14 +583,17 @@ REPORT_NO_SUCH_FILE = "no such file"
 REPORT_NO_EVENTS_FILE = "no such file: the shim creates it at its first event (or tmpfiles.d at boot)"
 REPORT_NO_EVENTS_CONFIGURED = "no events file configured"
 REPORT_EVENTS_EMPTY = "empty (the shim creates it only to write a record to it)"
-REPORT_EMPTY_ALLOWED = "read as a machine without events (--allow-empty)"
+REPORT_EMPTY_ALLOWED = "nothing there: accepted (--allow-empty)"
 REPORT_REFUSED_NOT_REGULAR = "refused: not a regular file ({kind})"
 REPORT_REFUSED_TOO_LARGE = "refused: larger than {limit} MiB, which no boot's events are"
 REPORT_CANNOT_BE_READ = "cannot be read ({error})"
 REPORT_NO_RECORD = "no record in it could be read ({why})"
 REPORT_NO_EVENTS_FILE_IN_IT = "no events file in it"
 REPORT_NO_EVENTS_FILE_READ = "none of its {files} files could be read"
-REPORT_LINK_NOT_FOLLOWED = "a symbolic link, not followed: only the files of the directory itself are read."
+REPORT_LINK_NOT_FOLLOWED = (
+    "not read: a symbolic link, which could lead anywhere; copy what it points to into the directory, or name it "
+    "on its own."
+)
 REPORT_WALK_NOT_REGULAR = "not read: it is {kind}, not a regular file."
 REPORT_WALK_HIDDEN = "not read: its name starts with '.', as a shipper's half-written file does; rename it, or move it."
 REPORT_WALK_TOO_DEEP = "not read: a directory {depth} levels below the one given, and the report goes {limit} deep."
@@ -629,25 +636,81 @@ REPORT_FILE_TOO_MANY_BOOTS = (
     "of a machine for its stalls)."
 )
 REPORT_FILE_OUT_OF_TIME = "not read: the report's time for the whole directory ran out ({seconds:g} s)."
+REPORT_EVENTS_OUT_OF_TIME = (
+    "not read in full: the report's time for its events files ran out; the records read before that count."
+)
+REPORT_SAVED_OUT_OF_TIME = (
+    "not read in full: the report's time for a saved journal ran out ({seconds:g} s); the entries read before that "
+    "count."
+)
+REPORT_FILE_NOT_A_JOURNAL_NAME = (
+    "not read: its name is not a journal file's (*.journal, *.journal~), and it does not begin as a journal file does."
+)
+REPORT_DIR_FILE_EMPTY = "holds no journal entries: its machine sent nothing (yet)."
+REPORT_NO_BOOT_START = (
+    "the journal of boot {boot} does not reach back to the boot's start ({why}): what it logged before is unknown. "
+    "journald deletes a journal's oldest files when it is full."
+)
+REPORT_NO_BOOT_START_AFTER = "its earliest entry is {began:.2f} s after boot, and the kernel's first line is not in it"
+REPORT_NO_BOOT_START_UNTIMED = "none of its entries has a time since boot"
 REPORT_TOO_MANY_FINDINGS = (
-    "{count} of its findings were not read: the report holds at most {limit} in all, far more than a fleet's boots "
-    "make, so the rest of this input is no fleet's events."
+    "not read in full: the report holds at most {limit} MiB of findings in all, far more than a fleet's boots make, "
+    "so the rest of this input ({count} lines or more) is no fleet's events."
 )
 REPORT_LINES_UNREAD = (
-    "{count} of the shim's event lines, from a Python interpreter in a system unit, could not be read in full (cut "
-    "short, or damaged): what they say is unknown."
+    "{count} of the shim's event lines, written in a system unit, could not be read in full (too long, cut short, or "
+    "damaged): what they say is unknown."
+)
+
+#: The report's own text (``report/text.py``): what it says when it has no program to show, and the heads of its
+#: lists.
+REPORT_TEXT_NOTHING_READ = "nothing read: no source named or configured could be read, so there is no verdict."
+REPORT_TEXT_NOTHING_GIVEN = (
+    "Nothing was read: no events file and no journal, so this report can't say what happened in the window. Name the "
+    "events file with --events PATH, or a saved journal with --journal-file PATH; for many machines, --journal-dir "
+    "DIR or --events DIR."
+)
+REPORT_TEXT_NOT_READ = (
+    "Nothing was read: no source named could be read (above), so this report can't say what happened in the window."
+)
+REPORT_TEXT_EMPTY_ALLOWED = (
+    "Nothing there: accepted (--allow-empty). No program asked for randomness before the kernel CRNG was ready."
+)
+REPORT_TEXT_NO_PROGRAM = "No program asked for randomness before the kernel CRNG was ready (or none was recorded)."
+REPORT_TEXT_INFERRED = (
+    "inferred from the call alone: its record carries no `under` (an older shim, or a shipper that dropped it), so "
+    "what its timeout, fuse, floor or interpreter make of it is not known"
+)
+REPORT_TEXT_UNREAD_LINES = (
+    "Not read: {lines} of the journal, written in a system unit, read as the shim's events but could not be parsed in "
+    "full (too long, cut short, or damaged): what they say is unknown, so --fail-for exits 3:"
+)
+REPORT_TEXT_REJECTED_LINES = (
+    "Rejected: {lines} of the journal read as the shim's events, but journald's own fields show another writer, so "
+    "no verdict counts them:"
 )
 
 #: Why a line that reads as one of the shim's events was not believed: what the journal's trusted fields (those
 #: starting with ``_``, which journald sets and no writer can) say instead. Words that complete "rejected: ...".
 REPORT_REJECTED_TRANSPORT = "it reached the journal by {transport}, not as a program's own output"
-REPORT_REJECTED_NOT_PYTHON = "it was written by {exe}, not by a Python interpreter"
+REPORT_REJECTED_UNSEEN_WRITER = (
+    "it was written by a process journald did not see (no _EXE, no _COMM: gone before journald looked), so its unit "
+    "is unknown"
+)
 REPORT_REJECTED_LOGIN_SESSION = (
     "it was written in a user's login session or service manager ({unit}), not by a system unit"
 )
-REPORT_REJECTED_TOO_LONG = "it is longer than any line of the shim"
-REPORT_REJECTED_OUT_OF_RANGE = "it says a time, wait or count that is not a finite number in range"
+#: Why a line of a believed writer that reads as one of the shim's events was not read: words that complete
+#: "not read: ...". With --fail-for, such a line is exit 3.
 REPORT_UNREAD_LINE = (
-    "it reads as one of the shim's event lines, from a Python interpreter in a system unit, but does not parse in "
-    "full (cut short, or damaged), so what it says is unknown"
+    "it reads as one of the shim's event lines, written in a system unit, but does not parse in full (cut short, or "
+    "damaged), so what it says is unknown"
+)
+REPORT_UNREAD_TOO_LONG = (
+    "it reads as one of the shim's event lines, written in a system unit, but is longer than any line of the shim, "
+    "so it was not parsed"
+)
+REPORT_UNREAD_OUT_OF_RANGE = (
+    "it reads as one of the shim's event lines, written in a system unit, but says a time, wait or count that is not "
+    "a finite number in range"
 )
