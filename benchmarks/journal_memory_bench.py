@@ -1,6 +1,6 @@
 """Benchmark: the peak memory of ``urandom-shim report --journal-dir`` over one machine's large journal (issue 45).
 
-    python benchmarks/journal_memory_bench.py [--entries 12000] [--runs 3] [--cache DIR] [--root CHECKOUT]
+    python benchmarks/journal_memory_bench.py [--entries 12000] [--runs 3] [--cache DIR] [--root CHECKOUT] [--bounds]
 
 Each case is a directory of real journal files, written by the real ``systemd-journal-remote`` (``tests/journal_remote
 .py``) from the repository's whole Debian 11 first boot, with a unit added that wrote ``--entries`` of the shim's
@@ -15,6 +15,15 @@ them: every one is selected, and every one is a finding):
 
 The lines come from twelve call sites of one script (``--distinct``: each from a script of its own, so that the
 report has as many call sites to show), with callers of 600 characters under ``--long`` (lines near the shim's 1,000).
+
+``--bounds`` measures instead what bounds the report's memory whatever its inputs hold (the byte budget of the
+findings it holds, :data:`urandom_shim.report.sources.MAX_HELD`), on the hostile review's three inputs:
+
+- ``events-tiny``: one 64 MiB events file of records of two fields (``{"v":1,"call":"a"}``: the most records a byte
+  can make);
+- ``events-dir``: ``--events DIR`` of six 60 MiB files of records of 60 KiB each (long ``argv``), 360 MiB in all;
+- ``journal-dir``: ``--journal-dir`` of three machines' files, each holding 90,000 of the shim's lines of about 1,000
+  characters, each from a call site of its own (270,000 findings).
 
 Each row is the largest peak resident size of ``--runs`` runs of ``urandom-shim report --journal-dir DIR --json >
 /dev/null`` with the checkout ``--root`` (default: this one) on ``PYTHONPATH``: the report's own process
@@ -165,10 +174,12 @@ class Run(NamedTuple):
     code: int
 
 
-def measured(directory: Path, root: Path) -> Run:
-    """One ``report --journal-dir DIRECTORY --json`` of the checkout ``root``, its output thrown away."""
+def measured(directory: Path, root: Path, args: tuple[str, ...] = ()) -> Run:
+    """One ``report --journal-dir DIRECTORY --json`` (or ``report ARGS --json``) of the checkout ``root``, its output
+    thrown away."""
     env = {**os.environ, "PYTHONPATH": str(root)}
-    command = [sys.executable, "-c", DRIVER, "report", "--journal-dir", str(directory), "--json"]
+    asked = args or ("--journal-dir", str(directory))
+    command = [sys.executable, "-c", DRIVER, "report", *asked, "--json"]
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-I", "-S", "-c", SPAWN, *command], capture_output=True, text=True, env=env, check=False
@@ -176,9 +187,62 @@ def measured(directory: Path, root: Path) -> Run:
     elapsed = time.monotonic() - started
     maxrss, code = (int(word) for word in done.stdout.split())
     own = [line.split()[1] for line in done.stderr.splitlines() if line.startswith("self-maxrss ")]
-    if code not in (0, 1) or not own:
+    if code not in (0, 1, 3) or not own:
         sys.exit(f"journal_memory_bench: the report of {root} failed ({code}): {done.stderr[:500]}")
     return Run(elapsed, maxrss / 1024, int(own[0]) / 1024, code)
+
+
+def build_bounds(cache: Path) -> dict[str, tuple[Path, tuple[str, ...]]]:
+    """The ``--bounds`` cases: (what is on disk, the report's arguments), built once."""
+    import json
+
+    home = cache / "bounds-v1"
+    cases = {
+        "events-tiny": (home / "events-tiny.jsonl", ("--events", str(home / "events-tiny.jsonl"), "--no-journal")),
+        "events-dir": (home / "events-dir", ("--events", str(home / "events-dir"))),
+        "journal-dir": (home / "journal-dir", ("--journal-dir", str(home / "journal-dir"))),
+    }
+    if (home / "complete").exists():
+        return cases
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    print(f"building the bounds' cases in {home}...", flush=True)
+    tiny = b'{"v":1,"call":"a"}\n'
+    (home / "events-tiny.jsonl").write_bytes(tiny * ((64 * 2**20 - 1) // len(tiny)))
+    base = json.loads(Path(ROOT / "tests" / "data" / "events-sample.jsonl").read_text().splitlines()[1])
+    (home / "events-dir").mkdir()
+    for number in range(6):
+        with open(home / "events-dir" / f"m{number}.jsonl", "w", encoding="ascii") as out:
+            size = pid = 0
+            while size < 60 * 2**20:
+                record = dict(base, pid=pid, argv=[f"{number}-{pid}-{arg}-" + "A" * 1990 for arg in range(30)])
+                line = "\n" + json.dumps(record) + "\n"
+                out.write(line)
+                size, pid = size + len(line), pid + 1
+    (home / "journal-dir").mkdir()
+    boot = journal_remote.read_json(WHOLE_BOOT)
+    last = boot[-1]
+    start, realtime = int(last["__MONOTONIC_TIMESTAMP"]) + 1, int(last["__REALTIME_TIMESTAMP"]) + 1
+    directory = "/srv/" + "p" * 700
+    for number in range(3):
+        lines = shim_lines(90_000, start, realtime, f"{directory}/{number}", distinct=True)
+        export = journal_remote.export_of(boot + lines, journal_remote.new_id(), journal_remote.new_id(), f"m{number}")
+        journal_remote.remote_write(export, home / "journal-dir" / f"remote-m{number}.journal", timeout=1800)
+    (home / "complete").write_text("built\n")
+    return cases
+
+
+def bounds(args: argparse.Namespace) -> int:
+    cases = build_bounds(args.cache)
+    print(f"report of {args.root}; {args.runs} runs per case; peak = the largest\n")
+    print(f"{'case':<12}  {'MiB on disk':>11}  {'report MiB':>10}  {'report s':>8}  {'exit':>4}")
+    for name, (where, report_args) in cases.items():
+        files = [where] if where.is_file() else [path for path in where.rglob("*") if path.is_file()]
+        size = sum(file.stat().st_size for file in files) / 2**20
+        runs = [measured(where, args.root, report_args) for _ in range(args.runs)]
+        own, seconds = max(run.own for run in runs), statistics.median(run.seconds for run in runs)
+        print(f"{name:<12}  {size:>11.1f}  {own:>10.1f}  {seconds:>8.2f}  {runs[0].code:>4}", flush=True)
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -189,11 +253,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--cache", type=Path, default=CACHE)
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose report is measured")
+    parser.add_argument("--bounds", action="store_true", help="the hostile inputs the byte budget bounds")
     args = parser.parse_args(argv)
     why = journal_remote.available()
     if why is not None:
         print(f"journal_memory_bench: {why}", file=sys.stderr)
         return 2
+    if args.bounds:
+        return bounds(args)
     cases = build(args.cache, args.entries, args.long, args.distinct)
     version = subprocess.run(["journalctl", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     print(f"report of {args.root}; journalctl: {version}; {args.runs} runs per case; peak = the largest\n")

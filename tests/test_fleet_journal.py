@@ -204,8 +204,10 @@ def test_corrupt_truncated_and_odd_files_are_each_one_problem_and_the_good_file_
     (fifo,) = [problem for problem in problems if problem.startswith(f"{odd / 'x.journal'}: ")]
     assert "a FIFO" in fifo
     (link,) = [problem for problem in problems if problem.startswith(f"{odd / 'link.journal'}: ")]
-    assert "symbolic link, not followed" in link
-    assert len(problems) == 6, problems
+    assert "a symbolic link, which could lead anywhere" in link
+    (notes,) = [problem for problem in problems if problem.startswith(f"{odd / 'notes.txt'}: ")]
+    assert "its name is not a journal file's" in notes  # nothing in the directory is left out silently
+    assert len(problems) == 7, problems
     # The good file once, each oddly named one as itself (not the files its name matches): one file per machine.
     boots = {boot["machine_id"]: boot["files"] for boot in result["boots"]}
     assert boots == {

@@ -262,7 +262,7 @@ def test_the_gate_never_passes_a_fleet_whose_files_were_not_all_read(tmp_path: P
     (fleet / "garbage.jsonl").write_bytes(b"\x00" * 64 + b"\n")
     code, _out, err = report("--events", str(fleet), "--fail-for", "pep522")
     assert code == EXIT_NOTHING_READ, err
-    assert "not in full: " in err and "garbage.jsonl: no record in it could be read" in err, err
+    assert "was not read in full (" in err and "garbage.jsonl: no record in it could be read" in err, err
     write(fleet / "breaks.jsonl", [dict(r, **machine(2)) for r in early_setup_only()])
     assert report("--events", str(fleet), "--fail-for", "pep522")[0] == EXIT_PROBLEMS
 

@@ -266,9 +266,12 @@ def test_every_route_to_weak_bytes_obeys_the_floor(
             "    try:\n        data = os.urandom(16)\n    except BlockingIOError:\n        return\n"
             "    assert b'WEAK-RNG' not in data, data\n"
         )
+        # pytest's own clean-up of older runs' directories calls uuid4(), which under the configured policy
+        # (native) waits for a kernel that here never becomes ready: the run gets a temporary directory of its own.
+        (tmp_path / "tmp").mkdir()
         result = venv.run(
             "-m", "pytest", "-p", "no:cacheprovider", "--urandom-policy=legacy", "--urandom-timeout=0.2", str(test),
-            env=env, cwd=tmp_path,
+            env={**env, "TMPDIR": str(tmp_path / "tmp")}, cwd=tmp_path,
         )  # fmt: skip
         assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout + result.stderr
         return

@@ -364,9 +364,9 @@ def test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once(
             assert 0.2 < time.monotonic() - began < 10
 
         def test_a_wait_another_thread_could_end_is_bounded(system_rng, monkeypatch):
-            import urandom_shim.pytest_plugin as plugin
+            import urandom_shim.pytest_plugin.state as state
 
-            monkeypatch.setattr(plugin, "WAIT_BOUND", 0.5)  # 60 s in real use
+            monkeypatch.setattr(state, "WAIT_BOUND", 0.5)  # 60 s in real use
             stop = threading.Event()
             threading.Thread(target=stop.wait, daemon=True).start()
             try:
@@ -384,22 +384,25 @@ def test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once(
     outcomes = result.parseoutcomes()
     assert (outcomes.get("failed"), outcomes.get("passed")) == (4, 3), result.stdout.str()[-4000:]
     assert result.duration < 60, result.duration  # no wait was sat out
-    text = result.stdout.str()
-    for test, origin, policy in (
-        ("test_secrets_would_wait_forever", "--urandom-policy", "policy 'pep522'"),
-        ("test_the_marker_is_bounded_too", "@pytest.mark.urandom", "policy 'pep524'"),
-        ("test_the_fixture_is_bounded_too", "urandom_policy()", "policy 'pep524'"),
+    text = " ".join(result.stdout.str().split())
+    module = "test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once.py"
+    for test, call, line, source in (
+        ("test_secrets_would_wait_forever", "secrets.token_hex()", 4, "--urandom-policy"),
+        ("test_the_marker_is_bounded_too", "os.urandom(8)", 12, "@pytest.mark.urandom"),
+        ("test_the_fixture_is_bounded_too", "os.urandom(8)", 17, "urandom_policy()"),
     ):
-        assert f"FAILED test_suite_mode_never_hangs_a_wait_that_nothing_can_end_fails_at_once.py::{test}" in text
+        assert f"FAILED {module}::{test}" in text
+        policy = "pep522" if source == "--urandom-policy" else "pep524"
         assert (
-            f"urandom-shim: a call for randomness would wait forever for the simulated kernel CRNG: nothing in this "
-            f"test will ever make it ready (under {policy}, from {origin}). Mark the test" in " ".join(text.split())
+            f"urandom-shim: {call} at {module}:{line} would wait forever for the simulated kernel CRNG: "
+            f"nothing in this test will ever make it ready (under urandom-shim policy '{policy}' (from {source}))."
+            in text
         ), text[-4000:]
     assert re.search(
-        r"urandom-shim: a call for randomness waited 0\.[5-9] s \(the plugin's bound\) for the simulated kernel "
-        r"CRNG: no other thread of the test has called system_rng\.ready\(\) \(under policy 'pep522', from "
-        r"--urandom-policy\)",
-        " ".join(text.split()),
+        r"urandom-shim: secrets\.token_hex\(\) at \S+:32 waited 0\.[5-9] s \(the plugin's bound\) for "
+        r"the simulated kernel CRNG: no other thread of the test has called system_rng\.ready\(\) \(under "
+        r"urandom-shim policy 'pep522' \(from --urandom-policy\)\)",
+        text,
     ), text[-4000:]
 
 
@@ -503,13 +506,20 @@ def test_report_only_runs_the_suite_as_native_and_ends_with_the_report(pytester:
         [
             "*report-only: every call behaves as native*",
             "*= urandom-shim report =*",
-            "*os.urandom(16)*test_keys.py:4*the interpreter's own [[]report-only, pep522[]]*",
-            "*under pep522, 2 programs would raise BlockingIOError:*",
+            "Under policy 'pep522' (from --urandom-policy), report-only (every call behaved as native), 3 of 3 tests *",
+            "os.urandom(16) at test_keys.py:4",
+            "*tests*1: test_keys.py::test_makes_a_key",
+            "*would*native waits, pep524 waits, pep522 raises, legacy weak bytes",
+            "*fix*call secrets.wait_for_system_rng() once before test_keys.py:4, where waiting is acceptable*",
+            "os.urandom(4) at <string>:1",
+            "*in*child processes: python -c*",  # and the code, from Python 3.10 (sys.orig_argv)
+            "*fix*call secrets.wait_for_system_rng() once before the call, where waiting is acceptable*",
+            "secrets.token_hex() at test_keys.py:7",
+            "*under pep522, 2 tests would raise BlockingIOError; 1 test would wait for the CRNG.",
         ]
     )
-    assert "test_keys.py:7" in result.stdout.str()  # secrets: waits under pep522
-    # One story of time: the run's window is the plugin's, so the real kernel's `crng init done` is not shown.
-    assert "crng init done  not part of this report: the window was simulated (--urandom-policy)" in result.stdout.str()
+    # One story of time: the run's window is the plugin's, so the real kernel's `crng init done` is not told.
+    assert "crng init done" not in result.stdout.str()
 
 
 def test_report_only_needs_a_policy(pytester: pytest.Pytester, suite: Any) -> None:

@@ -416,12 +416,16 @@ def test_a_saved_export_that_cant_be_read_says_why_as_a_kind_and_never_raises(tm
     assert "journalctl -o json" in words
 
 
-def test_a_saved_export_of_several_boots_gives_the_last_one(tmp_path: Path) -> None:
+def test_a_saved_export_of_several_boots_reads_every_boot(tmp_path: Path) -> None:
+    """A saved journal of two boots (``journalctl -o json`` without ``-b``): each is read, with its own stalls."""
     earlier = [{**entry, "_BOOT_ID": "0" * 32} for entry in sample()]
     path = tmp_path / "all.jsonl"
     path.write_text("".join(json.dumps(entry) + "\n" for entry in [*earlier, *sample()]))
     found = journal_boot.read_saved(str(path))
-    assert found.source["problems"] == [] and sample_facts(found) == SAMPLE_FACTS
+    assert found.source["problems"] == []
+    first, last = (journal_boot.Found(found.source, [boot]) for boot in found.boots)
+    assert sample_facts(last) == SAMPLE_FACTS
+    assert sample_facts(first) == {**SAMPLE_FACTS, "boot_id": "0" * 32}
 
 
 def fake_journalctl(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, script: str) -> Path:
@@ -785,7 +789,12 @@ def test_which_starting_lines_name_a_unit() -> None:
     assert stalls.started_unit(kmsg("Starting Journal Service...")) is None  # systemd before 249: no unit name
     assert stalls.started_unit(kmsg("Starting backup.service - nightly", identifier="backup")) is None
     assert stalls.started_unit({"UNIT": "x.service", "MESSAGE": "Started x.service - X."}) is None
-    assert stalls.started_unit({"UNIT": "x.service", "MESSAGE": "Starting X..."}) == "x.service"
+    systemd = {"_TRANSPORT": "journal", "_PID": "1", "UNIT": "x.service", "MESSAGE": "Starting X..."}
+    assert stalls.started_unit(systemd) == "x.service"
+    # Only systemd's own message names a unit: a writer that sets UNIT= itself (logger, sd_journal_send) shapes none.
+    assert stalls.started_unit({**systemd, "_PID": "4242"}) is None
+    assert stalls.started_unit({"UNIT": "x.service", "MESSAGE": "Starting X..."}) is None
+    assert stalls.started_unit({**systemd, "_TRANSPORT": "syslog"}) is None
 
 
 @pytest.mark.parametrize(
@@ -822,6 +831,8 @@ def test_kernels_before_5_18_do_not_stall_a_starting_interpreter() -> None:
 
 def test_a_run_after_a_restart_is_not_the_run_that_started_before_the_crng() -> None:
     def entry(usec: int, **fields: str) -> dict[str, Any]:
+        if "UNIT" in fields:  # systemd's own message
+            fields = {"_TRANSPORT": "journal", "_PID": "1", **fields}
         return {"__MONOTONIC_TIMESTAMP": str(usec), **fields}
 
     python = {"_SYSTEMD_UNIT": "retry.service", "_EXE": "/usr/bin/python3.11", "_CMDLINE": "/usr/bin/python3 r.py"}

@@ -240,14 +240,23 @@ def given_as(environ: "Mapping[str, str]") -> "dict[str, tuple[str, str]]":
     :data:`ENV_GIVEN_AS`. Anything malformed there is no flag."""
     text = environ.get(ENV_GIVEN_AS) or ""
     command, _newline, rest = text.partition("\n")
-    if command not in ("run", "simulate"):
+    if command not in ("run", "simulate", "pytest"):
         return {}
     found = {}
     for line in rest.split("\n"):
         flag, variable, value = ([*line.split("\t", 2), "", ""])[:3]
-        if flag.startswith("--") and variable.startswith("URANDOM_") and len(flag) < 40:
+        if not variable.startswith("URANDOM_") or len(flag) >= 80:
+            continue
+        if command == "pytest" and flag.startswith(PLUGIN_SOURCES):  # the plugin's option, ini key, marker, fixture
+            found[variable] = (flag, value)
+        elif command != "pytest" and flag.startswith("--"):
             found[variable] = (f"urandom-shim {command} {flag}", value)
     return found
+
+
+#: How the pytest plugin names where a test's settings came from (its options, ini keys, marker and fixture): the
+#: sources its tests' child processes name for the variables it gives them (:data:`ENV_GIVEN_AS`, ``pytest``).
+PLUGIN_SOURCES = ("--urandom-", "urandom_", "@pytest.mark.urandom", "the pytest plugin's ")
 
 
 def environment_ignored(flags: object = None) -> bool:

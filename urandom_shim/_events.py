@@ -85,6 +85,7 @@ if TYPE_CHECKING:
             "floor": Union[str, None],
             "interpreter": Union[str, None],
             "pinned": bool,
+            "test": Union[str, None],
             "count": int,
             "cut": List[str],
             "from": str,
@@ -226,6 +227,7 @@ def _event(
         "seed_random_instances": settings.seed_random_instances.value,
         "floor": None if settings.floor is None else _sources.clip(settings.floor, 200),
         "interpreter": INTERPRETER,
+        "test": test_id(),
     }
     cut = [name for name, whole in (("caller", caller), ("policy_source", source)) if len(whole) > MAX_PATH_FIELD]
     if cut:  # shortened in their middle: a path keeps its file name and line
@@ -239,6 +241,9 @@ MAX_PATH_FIELD = 300
 
 #: The interpreter, as an event names it: its implementation and version (``cpython 3.11.7``, ``pypy 7.3.17``).
 INTERPRETER = "{} {}.{}.{}".format(sys.implementation.name, *sys.implementation.version[:3])
+#: The variable pytest sets to the test running now, with its phase: ``path::name (call)``. A child process inherits it.
+TEST_VARIABLE = "PYTEST_CURRENT_TEST"
+_PHASES = (" (setup)", " (call)", " (teardown)")
 
 
 def ready_for_shutdown() -> None:
@@ -250,23 +255,44 @@ def ready_for_shutdown() -> None:
         pass
 
 
-def _at_exit() -> None:
-    """One ``repeat`` event for each call site that made more calls than the one written."""
+def test_id() -> "str | None":
+    """The node id of the pytest test that made the call (in its own process or a child of it), else None."""
+    text = os.environ.get(TEST_VARIABLE)
+    if not text:
+        return None
+    for phase in _PHASES:
+        if text.endswith(phase):
+            text = text[: -len(phase)]
+            break
+    return _sources.clip(text, 300)
+
+
+def flush() -> None:
+    """One ``repeat`` event for each call site that made more calls than the one written, then count afresh: at
+    exit, and at the end of each test under the pytest plugin, whose records are per test."""
     for count, first, settings in list(_seen.values()):
         if count and first is not None:
             event = dict(first)
             event.update(event="repeat", boot_time=round(boot_time(), 3), count=count)
-            write(event, settings)
+            write(event, settings, repeat=True)
+    _seen.clear()
 
 
-atexit.register(_at_exit)
+atexit.register(flush)
+
+#: ``0`` moves the stderr lines to the events file, when one is configured: the pytest plugin sets it for its tests
+#: and their child processes, whose stderr the tests may read. Without an events file the lines stay.
+LINES_VARIABLE = "URANDOM_SHIM_EVENT_LINES"
 
 
-def write(event: "dict[str, Any]", settings: "Settings") -> None:
-    """Both sinks: the line on stderr, and the record in the events file if one is configured."""
-    _messages.emit(describe(event))
+def write(event: "dict[str, Any]", settings: "Settings", repeat: bool = False) -> None:
+    """Both sinks: the line on stderr, and the record in the events file if one is configured. A ``repeat`` record
+    goes only to an events file that still exists: it counts calls after a first record written there,
+    and a file removed since (the pytest plugin's, at the end of its run) is not made again."""
     path = settings.events.value
-    if path:
+    if not (path and os.environ.get(LINES_VARIABLE) == "0"):
+        _messages.emit(describe(event))
+    if path and not (repeat and not os.path.exists(path)):
         append(path, fitted(event))
 
 

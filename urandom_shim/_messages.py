@@ -196,41 +196,116 @@ RULE_BAD_VALUE = (
 )
 
 
-# -- the pytest plugin (pytest_plugin) -------------------------------------------------------------------------------
+# -- the pytest plugin (pytest_plugin/) -----------------------------------------------------------------------------
 
-PLUGIN_REMEDIES = (
-    "Mark the test with @pytest.mark.urandom(unready=False), or with a policy that does not wait (pep522 or "
-    "legacy; under pep522 only secrets waits); call system_rng.ready_after(SECONDS) before the call; or give waits "
-    "a timeout (--urandom-timeout=SECONDS, or timeout=SECONDS on the marker or urandom_policy()), after which the "
-    "call raises BlockingIOError."
-)
 PLUGIN_HEADER = "urandom-shim: every test runs under {runs} with an unready kernel CRNG (simulated){bound}"
-PLUGIN_CONFIGURED_POLICY = "the project's configured policy"
-PLUGIN_WAITED_THE_BOUND = "waited {waited:.1f} s (the plugin's bound) for"
-PLUGIN_WAIT_ENDED = (
-    "urandom-shim: a call for randomness {waited_for} the simulated kernel CRNG: {why} (under {under}, from "
-    "{origin}). {remedies}"
-)
+PLUGIN_HEADER_REPORT_ONLY = "; report-only: every call behaves as native, and the summary says what the policy would do"
+PLUGIN_HEADER_EXEMPT = "; {count} node-id pattern(s) exempt"
 RULE_PYTEST_CONFIG_FILE = "pytest: the directory of its configuration file, {inipath}"
 PLUGIN_TIMEOUT_WITHOUT_POLICY = (
     "urandom-shim: --urandom-timeout (or the ini key urandom_timeout) applies only to the whole-suite mode of "
     "--urandom-policy; give a policy too, or set timeout= on @pytest.mark.urandom or urandom_policy()"
 )
-PLUGIN_UNKNOWN_OPTIONS = "{origin} got unknown option(s) {unknown}; valid: {listed}"
 PLUGIN_REPORT_ONLY_WITHOUT_POLICY = (
     "urandom-shim: --urandom-report-only (or urandom_report_only) needs --urandom-policy: the policy whose effect "
     "the report describes"
 )
-PLUGIN_HEADER_REPORT_ONLY = "; report-only: every call behaves as native, and the summary says what the policy would do"
-PLUGIN_REPORT_FAILED = "the report of this run's events could not be made ({name}: {exc})"
-PLUGIN_TIMER_PENDING = "system_rng.ready_after() has not made it ready yet"
+PLUGIN_EXEMPT_WITHOUT_POLICY = (
+    "urandom-shim: --urandom-exempt exempts tests from --urandom-policy, which is not given; give a policy too, or "
+    "drop the option (a test without the marker runs with the kernel ready anyway)"
+)
+PLUGIN_REPORT_PATH = (
+    "urandom-shim: --urandom-report={path!r} can't be written: give the path of a file in a directory that exists"
+)
+PLUGIN_UNKNOWN_OPTIONS = "{origin} got unknown option(s) {unknown}; valid: {listed}"
 PLUGIN_MARKER_POSITIONALS = (
     "{marker} takes at most one positional argument, the policy; got {count}: {listed}. Give the options by name, "
     "as in @pytest.mark.urandom('pep524', timeout=2)."
 )
+PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy="
+# A wait that nothing will end, in the test's own process.
+PLUGIN_WAIT_ENDED = (
+    "urandom-shim: {call} at {caller}{via} {waited_for} the simulated kernel CRNG: {why} (under "
+    "{policy_phrase}). {remedies}"
+)
+PLUGIN_SOME_CALL = "a call for randomness"
+PLUGIN_REACHED_FROM = " (reached from {line}, in your code)"
+PLUGIN_WAITS_FOREVER = "would wait forever for"
+PLUGIN_WAITED_THE_BOUND = "waited {waited:.1f} s (the plugin's bound) for"
+PLUGIN_TIMER_PENDING = "system_rng.ready_after() has not made it ready yet"
 PLUGIN_NO_THREAD_MADE_READY = "no other thread of the test has called system_rng.ready()"
 PLUGIN_NOTHING_MAKES_READY = "nothing in this test will ever make it ready"
-PLUGIN_POLICY_TWICE = "{marker} got the policy twice, by position and as policy="
+PLUGIN_TRACEBACK = "Traceback to the call (most recent call last):"
+PLUGIN_REMEDY_READY_KERNEL = "mark the test @pytest.mark.urandom(unready=False) if it needs the kernel ready"
+PLUGIN_REMEDY_OTHER_POLICY = "mark it with a policy under which this call does not wait ({policies})"
+PLUGIN_REMEDY_READY_AFTER = "call system_rng.ready_after(SECONDS) before the call"
+PLUGIN_REMEDY_TIMEOUT = (
+    "give waits a timeout (--urandom-timeout=SECONDS, or timeout=SECONDS on the marker or urandom_policy()), after "
+    "which the call raises BlockingIOError"
+)
+PLUGIN_REMEDY_EXEMPT = "exempt it: --urandom-exempt='{nodeid}', or the ini key urandom_exempt"
+# A child process of the test that died of the policy.
+PLUGIN_CHILD_DIED = (
+    "urandom-shim: the test's child process `{command}` (pid {pid}) exited with status {status} after {call} at "
+    "{caller} raised BlockingIOError{done}{within} under policy '{policy}' (from {source})."
+)
+PLUGIN_DONE_TIMED_OUT = " (its wait timed out)"
+PLUGIN_CHILD_SOURCE = "{given_as}, which the child inherits as {variable}"
+PLUGIN_CHILD_WITHIN = " in the process it started, `{command}` (pid {pid}),"
+PLUGIN_CHILD_STILL_RUNNING = (
+    "The test was still running {grace:g} s later, so the plugin failed it where it was (the traceback), rather "
+    "than let it wait for the child."
+)
+PLUGIN_REMEDY_CHILD_WAIT = (
+    "call secrets.wait_for_system_rng() once before {caller} in the child's code, where waiting is acceptable"
+)
+PLUGIN_REFUSED_IN_TEST = "the policy raised BlockingIOError in this test: {call} at {caller}, {where}"
+PLUGIN_IN_TEST_PROCESS = "in the test's own process"
+PLUGIN_IN_CHILD = "in a child process, `{command}` (pid {pids})"
+# The records of a test in the JUnit XML (a property named "urandom").
+PLUGIN_PROPERTY = "{call} at {caller}, {where}: {done} [{policy}]; would: {would}"
+# The end-of-run section.
+PLUGIN_REPORT_FAILED = "the report of this run's events could not be made ({name}: {exc})"
+PLUGIN_REPORT_WRITTEN = "urandom-shim: the report is in {path} (JSON)."
+PLUGIN_REPORT_UNWRITTEN = "urandom-shim: --urandom-report: could not write {path}: {error}"
+PLUGIN_SUMMARY_HEAD = (
+    "Under policy '{policy}' (from {source}){mode}, {tests} of {run} asked for randomness while the simulated "
+    "kernel CRNG was unready, at {sites} call site(s)."
+)
+PLUGIN_SUMMARY_REPORT_ONLY = ", report-only (every call behaved as native)"
+PLUGIN_SUMMARY_SKIPPED = "({count} line(s) of the run's events files could not be read as records, and were skipped.)"
+PLUGIN_SUMMARY_NOTHING = "Nothing to change: under policy '{policy}', this suite behaves as it does at any other time."
+PLUGIN_OUTSIDE_TESTS = "(outside any test)"
+PLUGIN_SUMMARY_FINE = "Also reached, with nothing to see under any policy (the seeding of random): {sites}."
+PLUGIN_IN_TESTS_PROCESSES = "the tests' own processes"
+PLUGIN_IN_CHILDREN = "child processes: {commands}"
+PLUGIN_AND_MORE = " and {count} more"
+PLUGIN_MORE_SITES = "and {count} more call site(s): --urandom-report=PATH writes them all, as JSON."
+PLUGIN_FIX_RAISE = (
+    "call secrets.wait_for_system_rng() once before {line}, where waiting is acceptable: it waits for the CRNG "
+    "under every policy, and returns at once when it is ready"
+)
+PLUGIN_FIX_RAISE_INSTALLED = (
+    "{line} is not in your project's code: call secrets.wait_for_system_rng() once in your code, before the line "
+    "that leads there (the tests above show where), where waiting is acceptable"
+)
+PLUGIN_FIX_RAISE_NO_FILE = (
+    "call secrets.wait_for_system_rng() once before the call, where waiting is acceptable: it waits for the CRNG "
+    "under every policy"
+)
+PLUGIN_FIX_WAIT = (
+    "at boot this waits for the CRNG, which is right where waiting is acceptable; in the suite nothing makes the "
+    "CRNG ready, so under this policy these tests fail unless they call system_rng.ready_after(SECONDS)"
+)
+PLUGIN_FIX_WEAK = "gets bytes that may be predictable: wait with secrets.wait_for_system_rng() first"
+PLUGIN_VERDICT_RAISE = "{tests} would raise BlockingIOError"
+PLUGIN_VERDICT_WEAK = "{tests} would use weak bytes"
+PLUGIN_VERDICT_WAIT = "{tests} would wait for the CRNG"
+PLUGIN_VERDICT_NOTHING = "under {policy}, no test would raise, wait or use weak bytes"
+PLUGIN_SUMMARY_EXEMPT = (
+    "To run the suite under {policy} before the code is fixed, mark the {tests} that would fail "
+    "@pytest.mark.urandom(unready=False), or exempt them by node id in the ini file (or with --urandom-exempt):"
+)
 
 
 # -- the command line (cli) ------------------------------------------------------------------------------------------
@@ -263,8 +338,12 @@ CHECK_PACKAGE_FILE_NOT_THE_PROGRAMS = (
     "environment's or the machine's file."
 )
 REPORT_SOURCE_UNREAD = (
-    "report --fail-for {policy}: {source} was not read ({problem}), so this can't be a clean verdict; exit status "
+    "report --fail-for {policy}: {source} {was} not read ({problem}), so this can't be a clean verdict; exit status "
     "3.{hint}"
+)
+REPORT_SOURCE_PARTLY_READ = (
+    "report --fail-for {policy}: {source} {was} not read in full ({problem}), so this can't be a clean verdict; exit "
+    "status 3.{hint}"
 )
 REPORT_NOTHING_READ = (
     "report --fail-for {policy}: nothing was read (no events file, and no journal), so this can't be a clean "
@@ -504,14 +583,17 @@ REPORT_NO_SUCH_FILE = "no such file"
 REPORT_NO_EVENTS_FILE = "no such file: the shim creates it at its first event (or tmpfiles.d at boot)"
 REPORT_NO_EVENTS_CONFIGURED = "no events file configured"
 REPORT_EVENTS_EMPTY = "empty (the shim creates it only to write a record to it)"
-REPORT_EMPTY_ALLOWED = "read as a machine without events (--allow-empty)"
+REPORT_EMPTY_ALLOWED = "nothing there: accepted (--allow-empty)"
 REPORT_REFUSED_NOT_REGULAR = "refused: not a regular file ({kind})"
 REPORT_REFUSED_TOO_LARGE = "refused: larger than {limit} MiB, which no boot's events are"
 REPORT_CANNOT_BE_READ = "cannot be read ({error})"
 REPORT_NO_RECORD = "no record in it could be read ({why})"
 REPORT_NO_EVENTS_FILE_IN_IT = "no events file in it"
 REPORT_NO_EVENTS_FILE_READ = "none of its {files} files could be read"
-REPORT_LINK_NOT_FOLLOWED = "a symbolic link, not followed: only the files of the directory itself are read."
+REPORT_LINK_NOT_FOLLOWED = (
+    "not read: a symbolic link, which could lead anywhere; copy what it points to into the directory, or name it "
+    "on its own."
+)
 REPORT_WALK_NOT_REGULAR = "not read: it is {kind}, not a regular file."
 REPORT_WALK_HIDDEN = "not read: its name starts with '.', as a shipper's half-written file does; rename it, or move it."
 REPORT_WALK_TOO_DEEP = "not read: a directory {depth} levels below the one given, and the report goes {limit} deep."
@@ -554,25 +636,81 @@ REPORT_FILE_TOO_MANY_BOOTS = (
     "of a machine for its stalls)."
 )
 REPORT_FILE_OUT_OF_TIME = "not read: the report's time for the whole directory ran out ({seconds:g} s)."
+REPORT_EVENTS_OUT_OF_TIME = (
+    "not read in full: the report's time for its events files ran out; the records read before that count."
+)
+REPORT_SAVED_OUT_OF_TIME = (
+    "not read in full: the report's time for a saved journal ran out ({seconds:g} s); the entries read before that "
+    "count."
+)
+REPORT_FILE_NOT_A_JOURNAL_NAME = (
+    "not read: its name is not a journal file's (*.journal, *.journal~), and it does not begin as a journal file does."
+)
+REPORT_DIR_FILE_EMPTY = "holds no journal entries: its machine sent nothing (yet)."
+REPORT_NO_BOOT_START = (
+    "the journal of boot {boot} does not reach back to the boot's start ({why}): what it logged before is unknown. "
+    "journald deletes a journal's oldest files when it is full."
+)
+REPORT_NO_BOOT_START_AFTER = "its earliest entry is {began:.2f} s after boot, and the kernel's first line is not in it"
+REPORT_NO_BOOT_START_UNTIMED = "none of its entries has a time since boot"
 REPORT_TOO_MANY_FINDINGS = (
-    "{count} of its findings were not read: the report holds at most {limit} in all, far more than a fleet's boots "
-    "make, so the rest of this input is no fleet's events."
+    "not read in full: the report holds at most {limit} MiB of findings in all, far more than a fleet's boots make, "
+    "so the rest of this input ({count} lines or more) is no fleet's events."
 )
 REPORT_LINES_UNREAD = (
-    "{count} of the shim's event lines, from a Python interpreter in a system unit, could not be read in full (cut "
-    "short, or damaged): what they say is unknown."
+    "{count} of the shim's event lines, written in a system unit, could not be read in full (too long, cut short, or "
+    "damaged): what they say is unknown."
+)
+
+#: The report's own text (``report/text.py``): what it says when it has no program to show, and the heads of its
+#: lists.
+REPORT_TEXT_NOTHING_READ = "nothing read: no source named or configured could be read, so there is no verdict."
+REPORT_TEXT_NOTHING_GIVEN = (
+    "Nothing was read: no events file and no journal, so this report can't say what happened in the window. Name the "
+    "events file with --events PATH, or a saved journal with --journal-file PATH; for many machines, --journal-dir "
+    "DIR or --events DIR."
+)
+REPORT_TEXT_NOT_READ = (
+    "Nothing was read: no source named could be read (above), so this report can't say what happened in the window."
+)
+REPORT_TEXT_EMPTY_ALLOWED = (
+    "Nothing there: accepted (--allow-empty). No program asked for randomness before the kernel CRNG was ready."
+)
+REPORT_TEXT_NO_PROGRAM = "No program asked for randomness before the kernel CRNG was ready (or none was recorded)."
+REPORT_TEXT_INFERRED = (
+    "inferred from the call alone: its record carries no `under` (an older shim, or a shipper that dropped it), so "
+    "what its timeout, fuse, floor or interpreter make of it is not known"
+)
+REPORT_TEXT_UNREAD_LINES = (
+    "Not read: {lines} of the journal, written in a system unit, read as the shim's events but could not be parsed in "
+    "full (too long, cut short, or damaged): what they say is unknown, so --fail-for exits 3:"
+)
+REPORT_TEXT_REJECTED_LINES = (
+    "Rejected: {lines} of the journal read as the shim's events, but journald's own fields show another writer, so "
+    "no verdict counts them:"
 )
 
 #: Why a line that reads as one of the shim's events was not believed: what the journal's trusted fields (those
 #: starting with ``_``, which journald sets and no writer can) say instead. Words that complete "rejected: ...".
 REPORT_REJECTED_TRANSPORT = "it reached the journal by {transport}, not as a program's own output"
-REPORT_REJECTED_NOT_PYTHON = "it was written by {exe}, not by a Python interpreter"
+REPORT_REJECTED_UNSEEN_WRITER = (
+    "it was written by a process journald did not see (no _EXE, no _COMM: gone before journald looked), so its unit "
+    "is unknown"
+)
 REPORT_REJECTED_LOGIN_SESSION = (
     "it was written in a user's login session or service manager ({unit}), not by a system unit"
 )
-REPORT_REJECTED_TOO_LONG = "it is longer than any line of the shim"
-REPORT_REJECTED_OUT_OF_RANGE = "it says a time, wait or count that is not a finite number in range"
+#: Why a line of a believed writer that reads as one of the shim's events was not read: words that complete
+#: "not read: ...". With --fail-for, such a line is exit 3.
 REPORT_UNREAD_LINE = (
-    "it reads as one of the shim's event lines, from a Python interpreter in a system unit, but does not parse in "
-    "full (cut short, or damaged), so what it says is unknown"
+    "it reads as one of the shim's event lines, written in a system unit, but does not parse in full (cut short, or "
+    "damaged), so what it says is unknown"
+)
+REPORT_UNREAD_TOO_LONG = (
+    "it reads as one of the shim's event lines, written in a system unit, but is longer than any line of the shim, "
+    "so it was not parsed"
+)
+REPORT_UNREAD_OUT_OF_RANGE = (
+    "it reads as one of the shim's event lines, written in a system unit, but says a time, wait or count that is not "
+    "a finite number in range"
 )

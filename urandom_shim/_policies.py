@@ -132,9 +132,17 @@ REPLACEABLE_SOURCES: "Final" = (
 MACHINE_FILE_SOURCE: "Final" = " (machine file)"
 
 
+#: How the pytest plugin names its ini key as a source (``urandom_policy in pytest.ini``): a dry run's too.
+PLUGIN_INI_SOURCE: "Final" = "urandom_policy in "
+
+
 def pinned(source: str) -> bool:
     """Whether a policy from ``source`` stays the program's whatever policy the machine's file says."""
-    return source not in REPLACEABLE_SOURCES and not source.endswith(MACHINE_FILE_SOURCE)
+    return (
+        source not in REPLACEABLE_SOURCES
+        and not source.endswith(MACHINE_FILE_SOURCE)
+        and not source.startswith(PLUGIN_INI_SOURCE)
+    )
 
 
 def decide(settings: "Settings", site: str, policy: "Policy | None" = None, pypy: bool = PYPY) -> str:

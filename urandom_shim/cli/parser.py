@@ -262,7 +262,11 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
         "give it again for more. A fleet report reads only the sources it is given, not this boot's journal",
     )
     source = sub.add_mutually_exclusive_group()
-    source.add_argument("--journal-file", metavar="PATH", help="a saved `journalctl -b -o json` instead of this boot's")
+    source.add_argument(
+        "--journal-file",
+        metavar="PATH",
+        help="a saved `journalctl -b -o json` instead of this boot's (every boot a saved journal holds is read)",
+    )
     source.add_argument("--no-journal", action="store_true", help="read the events file only")
     sub.add_argument(
         "--fail-for",
@@ -273,8 +277,10 @@ def build_parser() -> tuple[argparse.ArgumentParser, dict[str, argparse.Argument
     sub.add_argument(
         "--allow-empty",
         action="store_true",
-        help="with --fail-for: an events file that does not exist or is empty, or no journal, counts as a boot "
-        "without events (without it, exit 3)",
+        help="with --fail-for: a source that simply holds nothing (the configured events file not created yet, an "
+        "empty events file or journal file, no journal of this boot, a journal directory without journal files) is "
+        "accepted as nothing there (without it, exit 3); a path you name that does not exist, and anything that could "
+        "not be read, still exit 3",
     )
     sub.add_argument("--json", action="store_true", help="print one JSON object")
     subs["report"] = sub

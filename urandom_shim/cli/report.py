@@ -73,12 +73,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         return 0
     from .._messages import emit
 
-    source, problem, absent = unread
-    hint = _messages.REPORT_ALLOW_EMPTY_HINT if absent else ""
-    if source is None:
+    hint = _messages.REPORT_ALLOW_EMPTY_HINT if unread.absent else ""
+    if unread.source is None:
         emit(_messages.REPORT_NOTHING_READ.format(policy=args.fail_for, hint=hint))
     else:
-        emit(_messages.REPORT_SOURCE_UNREAD.format(policy=args.fail_for, source=source, problem=problem, hint=hint))
+        template = _messages.REPORT_SOURCE_PARTLY_READ if unread.partly else _messages.REPORT_SOURCE_UNREAD
+        was = "were" if unread.plural else "was"
+        emit(template.format(policy=args.fail_for, source=unread.source, was=was, problem=unread.problem, hint=hint))
     return EXIT_NOTHING_READ
 
 

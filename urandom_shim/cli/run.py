@@ -141,7 +141,7 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
         for signum in pending:
             child[0].send_signal(signum)
         status = child[0].wait()
-        report = gather.gather(settings["events"], journal=False, simulated=window, since=started)
+        report = gather.gather(settings["events"], journal=False, simulated=window, since=started, own=True)
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
@@ -153,8 +153,9 @@ def _simulate_and_report(args: argparse.Namespace, settings: dict[str, str], spe
 
 def _create(path: str) -> None:
     """Create the events file ``path`` empty if it does not exist, as the first event would (mode 600, never
-    through a symbolic link). A run without events leaves it empty, which ``report --fail-for`` reads as nothing
-    (exit 3) unless ``--allow-empty``: an empty file can't say whether it was emptied."""
+    through a symbolic link). A run without events leaves it empty: simulate's own report reads that as a run
+    without events, while ``report --fail-for`` reads it as nothing (exit 3) unless ``--allow-empty``, since an
+    empty file can't say whether it was emptied."""
     flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
     try:
         os.close(os.open(path, flags, 0o600))

@@ -10,8 +10,8 @@ import os
 from typing import Any, Dict, Iterator, List, NamedTuple, Optional, TypedDict, cast
 
 from .. import _events, _messages, _policies
-from . import journal
-from .sources import Kind, Problem, problem
+from . import journal, journal_facts
+from .sources import Budget, Kind, Problem, problem
 from .verdict import KNOWN_SITES
 
 TYPE_CHECKING = False
@@ -27,10 +27,12 @@ MAX_DEPTH = 8
 
 class FileRead(TypedDict):
     """What an events file holds: its valid records (``events``), why nothing of it could be read (``problem``, or
-    None), and how many records were skipped, by reason (``skipped``: see :func:`malformed`)."""
+    None), why it was read only in part (``partly``: the report's memory or time ran out; the records before that
+    count), and how many records were skipped, by reason (``skipped``: see :func:`malformed`)."""
 
     events: List[Record]
     problem: Optional[Problem]
+    partly: Optional[Problem]
     skipped: Dict[str, int]
 
 
@@ -40,17 +42,31 @@ def read_events(path: str) -> tuple[list[Record], str | None, int]:
     return found["events"], found["problem"]["problem"] if found["problem"] else None, sum(found["skipped"].values())
 
 
-def read_events_file(path: str, *, named: bool = True) -> FileRead:
-    """What the events file ``path`` holds (:class:`FileRead`). A file that does not exist is a problem of kind
-    :attr:`~Kind.NO_SUCH_PATH` when it was ``named`` (given on the command line: a typo is never "nothing there"),
-    else :attr:`~Kind.NO_EVENTS_FILE` (the configured file, which the shim creates at its first event). An empty one
-    is :attr:`~Kind.EMPTY`; a file of lines none of which is a record, :attr:`~Kind.NOTHING_READABLE`.
+#: The longest line read as a record: the shim writes each in one write() of at most 4,096 bytes. Of a longer line,
+#: only its end from its last record start is read (what an older shim appended to another writer's line).
+MAX_RECORD_LINE = 64 * 1024
+#: How often (in lines) a read looks at the time it has left.
+_CLOCK_EVERY = 4096
 
-    A file that is not a regular file (a FIFO, a device, a directory) is refused before anything is read, without
-    waiting for a writer."""
-    result: FileRead = {"events": [], "problem": None, "skipped": {}}
+
+def read_events_file(
+    path: str, *, named: bool = True, budget: Budget | None = None, deadline: float | None = None
+) -> FileRead:
+    """What the events file ``path`` holds (:class:`FileRead`), read a megabyte at a time, each record checked and
+    held as it comes. A file that does not exist is a problem of kind :attr:`~Kind.NO_SUCH_PATH` when it was
+    ``named`` (given on the command line: a typo is never "nothing there"), else :attr:`~Kind.NO_EVENTS_FILE` (the
+    configured file, which the shim creates at its first event). An empty one is :attr:`~Kind.EMPTY`; a file of
+    lines none of which is a record, :attr:`~Kind.NOTHING_READABLE`.
+
+    The records held take at most what ``budget`` has left, and the read stops at ``deadline`` (on the monotonic
+    clock): past either, the rest is not read, and ``partly`` says so. A file that is not a regular file (a FIFO, a
+    device, a directory) is refused before anything is read, without waiting for a writer."""
+    import json
+    import time
+
+    result: FileRead = {"events": [], "problem": None, "partly": None, "skipped": {}}
     try:
-        data = journal.read_regular(path, MAX_EVENTS_FILE)
+        fd = journal.open_regular(path, MAX_EVENTS_FILE)
     except FileNotFoundError:
         if named:
             result["problem"] = problem(Kind.NO_SUCH_PATH, path, _messages.REPORT_NO_SUCH_FILE)
@@ -67,30 +83,90 @@ def read_events_file(path: str, *, named: bool = True) -> FileRead:
         result["problem"] = problem(Kind.TOO_LARGE, path, text)
         return result
     except OSError as exc:
-        text = _messages.REPORT_CANNOT_BE_READ.format(error=exc.strerror or exc)
-        result["problem"] = problem(Kind.UNREADABLE, path, text)
+        result["problem"] = _unreadable(path, exc)
         return result
-    if not data.strip():
+    budget = budget if budget is not None else Budget()
+    skipped: dict[str, int] = {}
+    lines = blank = 0
+    try:
+        chunks = journal.chunks(fd, MAX_EVENTS_FILE)
+        for line in _lines(chunks):
+            lines += 1
+            if not line.strip():
+                blank += 1
+                continue
+            for record in _records(json, line, skipped):
+                why = malformed(record)
+                if why is not None:
+                    skipped[why] = skipped.get(why, 0) + 1
+                    continue
+                argv = record.get("argv") or ()
+                boot = (path, record.get("machine_id"), record.get("boot_id"))
+                if not budget.hold(len(line), len(record) + len(argv), journal_facts.row(boot, record)):
+                    left = 1 + sum(chunk.count(b"\n") for chunk in chunks)
+                    text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=left, limit=budget.mebibytes)
+                    result["partly"] = problem(Kind.TOO_MANY_FINDINGS, path, text)
+                    break
+                held = cast("Record", record)  # every field it holds has its type now
+                held["from"] = "file"
+                result["events"].append(held)
+            if result["partly"] is not None:
+                break
+            if deadline is not None and lines % _CLOCK_EVERY == 0 and time.monotonic() > deadline:
+                result["partly"] = problem(Kind.TIMED_OUT, path, _messages.REPORT_EVENTS_OUT_OF_TIME)
+                break
+    except journal.TooLarge:  # it grew past the limit as it was read
+        text = _messages.REPORT_REFUSED_TOO_LARGE.format(limit=MAX_EVENTS_FILE // (1024 * 1024))
+        result["events"], result["problem"] = [], problem(Kind.TOO_LARGE, path, text)
+        return result
+    except OSError as exc:
+        result["events"], result["problem"] = [], _unreadable(path, exc)
+        return result
+    finally:
+        os.close(fd)
+    result["skipped"] = skipped
+    if lines == blank:
         # The shim creates the file only to write a record to it: an empty one holds nothing, which is no verdict.
         result["problem"] = problem(Kind.EMPTY, path, _messages.REPORT_EVENTS_EMPTY)
-        return result
-    records, not_json = parse_records(data)
-    skipped: dict[str, int] = {}
-    if not_json:
-        skipped[NOT_A_RECORD] = not_json
-    for raw in records:
-        why = malformed(raw)
-        if why is not None:
-            skipped[why] = skipped.get(why, 0) + 1
-            continue
-        record = cast("Record", raw)  # every field it holds has its type now
-        record["from"] = "file"
-        result["events"].append(record)
-    result["skipped"] = skipped
-    if skipped and not result["events"]:  # a file of nothing but garbage was not read
+    elif skipped and not result["events"] and result["partly"] is None:  # nothing but garbage: not read
         why = "; ".join(f"{count} {reason}" for reason, count in sorted(skipped.items()))
         result["problem"] = problem(Kind.NOTHING_READABLE, path, _messages.REPORT_NO_RECORD.format(why=why))
     return result
+
+
+def _unreadable(path: str, exc: OSError) -> Problem:
+    return problem(Kind.UNREADABLE, path, _messages.REPORT_CANNOT_BE_READ.format(error=exc.strerror or exc))
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The lines of ``chunks``, without their newlines. Of a line longer than :data:`MAX_RECORD_LINE`, only its last
+    :data:`MAX_RECORD_LINE` bytes are kept, after a NUL (no JSON text holds one, so the line as a whole is no
+    record): where a record of an older shim can still be, at its end, and no more memory than that."""
+    pending = b""
+    long = False
+    for chunk in chunks:
+        pending += chunk
+        *whole, pending = pending.split(b"\n")
+        for line in whole:
+            if long or len(line) > MAX_RECORD_LINE:
+                line = b"\0" + line[-MAX_RECORD_LINE:]
+            long = False
+            yield line
+        if len(pending) > MAX_RECORD_LINE:
+            pending, long = pending[-MAX_RECORD_LINE:], True
+    if pending or long:
+        yield b"\0" + pending if long else pending
+
+
+def _records(json: Any, line: bytes, skipped: Dict[str, int]) -> Iterator[Dict[str, Any]]:
+    """The record a line holds (:func:`parse_records`), the line counted in ``skipped`` when it is not one."""
+    record = _json_object(json, line)
+    if record is None:
+        skipped[NOT_A_RECORD] = skipped.get(NOT_A_RECORD, 0) + 1
+        start = line.rfind(_RECORD_START)
+        record = _json_object(json, line[start:]) if start > 0 else None
+    if record is not None:
+        yield record
 
 
 def parse_records(data: bytes) -> tuple[list[Dict[str, Any]], int]:
@@ -104,18 +180,11 @@ def parse_records(data: bytes) -> tuple[list[Dict[str, Any]], int]:
     import json
 
     records: list[Dict[str, Any]] = []
-    skipped = 0
-    for line in data.splitlines():
-        if not line.strip():
-            continue
-        record = _json_object(json, line)
-        if record is None:
-            skipped += 1
-            start = line.rfind(_RECORD_START)
-            record = _json_object(json, line[start:]) if start > 0 else None
-        if record is not None:
-            records.append(record)
-    return records, skipped
+    skipped: Dict[str, int] = {}
+    for line in _lines(iter([data])):
+        if line.strip():
+            records.extend(_records(json, line, skipped))
+    return records, skipped.get(NOT_A_RECORD, 0)
 
 
 #: How every record the shim writes begins (:func:`urandom_shim._events.dumps` writes ``v`` first).
@@ -167,6 +236,7 @@ FIELDS: dict[str, tuple[type, ...]] = {
     "interpreter": _TEXT,
     "pinned": (bool, type(None)),
     "cut": (list, type(None)),
+    "test": _TEXT,
 }
 #: The largest number a field of a record may hold: times and waits (seconds), counts, and anything else (a pid).
 _LIMITS = {

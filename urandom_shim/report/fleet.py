@@ -232,16 +232,17 @@ def _merge_program(into: Program, program: Program) -> None:
 
 def machines(boots: Iterable[Boot]) -> list[Machine]:
     """One entry per machine id (None: the boots whose sources named no machine): its hostname, how many boots,
-    whether a first boot was among them, its image and kernels."""
+    whether a first boot was among them (None when no boot of it says either way), its image and kernels."""
     found: dict[str | None, Machine] = {}
     for boot in boots:
         entry = found.setdefault(
             boot["machine"],
-            {"machine_id": boot["machine_id"], "hostname": None, "boots": 0, "first_boot": False, "image": None,
+            {"machine_id": boot["machine_id"], "hostname": None, "boots": 0, "first_boot": None, "image": None,
              "kernels": []},
         )  # fmt: skip
         entry["boots"] += 1
-        entry["first_boot"] = entry["first_boot"] or boot["first_boot"] is True
+        if boot["first_boot"] is True or (boot["first_boot"] is False and entry["first_boot"] is None):
+            entry["first_boot"] = boot["first_boot"]
         entry["hostname"] = entry["hostname"] if entry["hostname"] is not None else boot["hostname"]
         entry["image"] = entry["image"] if entry["image"] is not None else boot["image"]
         if boot["kernel"] and boot["kernel"] not in entry["kernels"]:

@@ -48,6 +48,7 @@ FIELDS = (
     "_UID",
     "_SYSTEMD_UNIT",
     "_SYSTEMD_USER_UNIT",
+    "_SYSTEMD_SLICE",
     "UNIT",
     "SYSLOG_IDENTIFIER",
     "_SOURCE_MONOTONIC_TIMESTAMP",
@@ -65,6 +66,19 @@ def selecting(*matches: str) -> list[str]:
     if matches:
         return [*base, *matches]
     return [*base, "--case-sensitive", "--grep", GREP]
+
+
+#: The fields a query of a boot's first entries asks for: its ids and its times (journalctl adds both timestamps).
+FIRST_FIELDS = ("_SOURCE_MONOTONIC_TIMESTAMP", "_MACHINE_ID")
+#: How many of a boot's first entries are asked for its start: the kernel's lines, imported when journald started,
+#: come first and carry the kernel's own times.
+FIRST_ENTRIES = 50
+
+
+def first_entries(*matches: str) -> list[str]:
+    """journalctl's arguments after what it reads, for a boot's first entries: no selection, the fields of
+    :data:`FIRST_FIELDS`, and the field ``matches`` (``_BOOT_ID=...``)."""
+    return ["-o", "json", "--no-pager", "--output-fields=" + ",".join(FIRST_FIELDS), *matches]
 
 
 def selected(entry: Entry) -> bool:

@@ -22,8 +22,9 @@ from typing import Callable, Deque, Dict, List, NamedTuple, Optional, Tuple
 from .. import _messages
 from . import journal
 from . import journal_facts as _facts
+from . import journal_files as _files
 from .journal_facts import BootFacts, Key, Reducer
-from .sources import Budget, JournalSource, Kind, Problem, problem, said
+from .sources import ABSENT, Budget, JournalSource, Kind, Problem, problem, said
 
 #: The longest any one journalctl may run, in seconds: a machine's boot takes tens of milliseconds.
 TIMEOUT = 30.0
@@ -32,8 +33,6 @@ TIMEOUT = 30.0
 TOTAL_TIME = 300.0
 #: The most boots of one file set whose stalls journalctl is asked about: a machine boots a few times a day.
 MAX_STALL_BOOTS = 1000
-
-_SUFFIXES = (".journal", ".journal~")
 
 
 class Found(NamedTuple):
@@ -58,7 +57,7 @@ def read_journal_dirs(
 
     journalctl = shutil.which("journalctl")
     seen: set[tuple[int, int]] = set()  # (device, inode): a directory or file given twice is read once
-    plans = [_plan(path, seen) for path in dirs]
+    plans = [_files.plan(path, seen) for path in dirs]
     total = sum(len(files) for _source, sets in plans for files in sets)
     boots: Dict[Key, BootFacts] = {}
     reading = _Reading(journalctl or "journalctl", timeout, time.monotonic() + TOTAL_TIME + total, TOTAL_TIME + total)
@@ -71,6 +70,8 @@ def read_journal_dirs(
     reading.drain()
     for source, _sets in plans:
         source["problem"] = said(source["problems"][0]) if source["problems"] else None
+        problems = source["problems"]
+        source["absent"] = not source["read"] and bool(problems) and all(found["kind"] in ABSENT for found in problems)
     return Found([source for source, _sets in plans], list(boots.values()))
 
 
@@ -90,11 +91,14 @@ def _read(
             continue
         for files in sets:
             reducers: Dict[Key, Reducer] = {}
+            read: List[str] = []
             for path in files:
-                reading.file(path, reducers, source)
+                if reading.file(path, reducers, source):
+                    read.append(path)
                 done += 1
                 if progress is not None:
                     progress(done, total, len(boots) + len(reducers.keys() - boots.keys()))
+            reading.whole(files, read, reducers, source)
             for number, reducer in enumerate(reducers.values()):
                 if number < MAX_STALL_BOOTS:  # a forged file of thousands of boots costs no more
                     reading.stalls(reducer, files, source)
@@ -142,14 +146,14 @@ class _Reading:
     def left(self) -> float:
         return min(self.timeout, self.ends - time.monotonic())
 
-    def file(self, path: str, reducers: Dict[Key, Reducer], source: JournalSource) -> None:
-        """Verify and read the journal file ``path`` into ``reducers``, noting in ``source`` what was read and what
-        went wrong."""
+    def file(self, path: str, reducers: Dict[Key, Reducer], source: JournalSource) -> bool:
+        """Verify and read the journal file ``path`` into ``reducers``, noting in ``source`` what went wrong; whether
+        journalctl read it to its end."""
         if self.left() <= 0:
             source["problems"].append(
                 problem(Kind.TIMED_OUT, path, _messages.REPORT_FILE_OUT_OF_TIME.format(seconds=self.seconds))
             )
-            return
+            return False
         unread = sum(reducer.facts["unread"]["count"] for reducer in reducers.values())
         held = sum(reducer.facts["held_back"] for reducer in reducers.values())
         before = {key: (r.facts["entries"], len(r.facts["events"]), r.facts["rejected"]["count"], r.facts["untimed"])
@@ -162,10 +166,10 @@ class _Reading:
                 reducer = reducers[key] = Reducer(key, self.budget)
             reducer.add(entry, path)
 
-        found = _open(path)
+        found = _files.open_journal(path)
         if isinstance(found, dict):
             source["problems"].append(found)
-            return
+            return False
         # The file is verified as it is read, by a journalctl of its own: journalctl's reading checks no hash, so
         # damage it reads past would change or hide what the file says.
         verifying = _Verifying(self._start_verify(found), found, path, source)
@@ -189,8 +193,9 @@ class _Reading:
             while len(self.verifying) > VERIFYING:
                 self._finish(self.verifying.popleft(), wait=True)
         # A file that gave nothing but a problem (journalctl timed out or stopped before its first entry) was not
-        # read: its machine's findings are unknown, and must not count as a machine without any.
-        if ran.entries or trouble is None:
+        # read: its machine's findings are unknown, and must not count as a machine without any. One that gave no
+        # entry at all is read once its file set is known to hold some (:meth:`whole`).
+        if ran.entries:
             source["read"] = True
         after = {key: (r.facts["entries"], len(r.facts["events"]), r.facts["rejected"]["count"], r.facts["untimed"])
                  for key, r in reducers.items()}  # fmt: skip
@@ -202,7 +207,7 @@ class _Reading:
             source["untimed"] += untimed - was[3]
         held = sum(reducer.facts["held_back"] for reducer in reducers.values()) - held
         if held:
-            text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=held, limit=self.budget.limit)
+            text = _messages.REPORT_TOO_MANY_FINDINGS.format(count=held, limit=self.budget.mebibytes)
             source["problems"].append(problem(Kind.TOO_MANY_FINDINGS, path, text))
         lines = sum(reducer.facts["unread"]["count"] for reducer in reducers.values()) - unread
         if lines:
@@ -210,6 +215,90 @@ class _Reading:
             source["problems"].append(
                 problem(Kind.UNREAD_LINE, path, _messages.REPORT_LINES_UNREAD.format(count=lines))
             )
+        return trouble is None
+
+    def whole(self, files: List[str], read: List[str], reducers: Dict[Key, Reducer], source: JournalSource) -> None:
+        """What a file set's selected lines can't say: every boot it holds (journalctl lists them), each one's start
+        (a boot whose journal does not reach back to it is named), and a set that holds no entry at all (its
+        machine sent nothing: named, as a directory without journal files is). ``read``: its files journalctl read
+        to their end; a set in journald's per-user split (``user-1000.journal``) holds only a login user's lines,
+        which no report believes, and its boots' starts are in the system's set."""
+        listed = self._boot_ids(read) if read else None
+        if not reducers and listed == [] and len(read) == len(files):
+            source["problems"].append(problem(Kind.EMPTY, files[0], _messages.REPORT_DIR_FILE_EMPTY))
+            return
+        if not reducers and not read:
+            return  # nothing of it was read: each file's problem says why
+        source["read"] = True  # its lines, or journalctl's word that it holds none that matter
+        listed = listed or []
+        user_set = _files.is_user_set(files[0])
+        known = {key[1]: key for key in reducers}
+        for boot_id in listed:
+            if boot_id not in known:
+                key: Key = (None, boot_id)
+                reducers[key] = Reducer(key, self.budget)
+                known[boot_id] = key
+        for key, reducer in list(reducers.items()):
+            if user_set or reducer.reaches_start():
+                continue
+            self._first_entries(reducer, read)
+            machine = reducer.facts["machine_id"]
+            if key[0] is None and machine is not None:  # a boot only listed: its machine, from its entries
+                del reducers[key]
+                reducer.key = (machine, key[1])
+                reducers[reducer.key] = reducers.get(reducer.key) or reducer
+            if not reducer.reaches_start():
+                source["problems"].append(problem(Kind.NO_BOOT_START, files[0], _facts.no_start(reducer.facts)))
+
+    def _boot_ids(self, files: List[str]) -> List[str] | None:
+        """The boots the ``files`` of one set hold (``journalctl -F _BOOT_ID``), or None if journalctl could not
+        say (the reads already said why)."""
+        fds = [fd for fd in (_files.open_journal(path) for path in files) if not isinstance(fd, dict)]
+        try:
+            done = subprocess.run(
+                [self.journalctl, *(f"--file=/proc/self/fd/{fd}" for fd in fds), "-F", "_BOOT_ID"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                pass_fds=tuple(fds),
+                env=journal._environment(),
+                timeout=max(0.1, self.left()),
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        finally:
+            for fd in fds:
+                os.close(fd)
+        if done.returncode != 0:
+            return None
+        found = done.stdout.decode("ascii", "replace").split()
+        return [boot for boot in found if _facts.hexadecimal(boot)][:MAX_STALL_BOOTS]
+
+    def _first_entries(self, reducer: Reducer, files: List[str]) -> None:
+        """A boot's first entries in ``files``, for where it began (:func:`journal.first_entries`) and its machine."""
+        boot_id = reducer.key[1]
+        if boot_id is None or not _facts.hexadecimal(boot_id):
+            return
+
+        def add(entry: journal.Entry) -> None:
+            if journal.field(entry, "_BOOT_ID") == boot_id:
+                reducer.seen_at(journal.at(entry))
+                if reducer.facts["machine_id"] is None:
+                    reducer.facts["machine_id"] = journal.field(entry, "_MACHINE_ID")
+
+        for path in files:
+            found = _files.open_journal(path)
+            if isinstance(found, dict):
+                continue
+            try:
+                journal.stream(
+                    [self.journalctl, f"--file=/proc/self/fd/{found}", *journal.first_entries(f"_BOOT_ID={boot_id}")],
+                    add,
+                    timeout=max(0.1, self.left()),
+                    limit=journal.FIRST_ENTRIES,
+                    pass_fds=(found,),
+                )
+            finally:
+                os.close(found)
 
     def drain(self, *, wait: bool = True) -> None:
         """Finish every verification still running (``wait``: for its verdict; else stop it)."""
@@ -282,7 +371,7 @@ class _Reading:
                 finder.add(entry)
 
         for path in reducer.facts["files"] or files:
-            found = _open(path)
+            found = _files.open_journal(path)
             if isinstance(found, dict):
                 continue  # said when the file was read
             try:
@@ -312,26 +401,6 @@ def _verify_said(text: str) -> str:
     return (first if not reason or reason in first else f"{first}; {reason}")[:200]
 
 
-def _open(path: str) -> int | Problem:
-    """The journal file ``path``, opened without following a link and without blocking and checked to be a regular
-    file (journalctl is given ``/proc/self/fd/N``: so a name with glob characters is not expanded by ``--file``, and
-    what is read is what was checked); or the problem."""
-    import stat
-
-    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY | getattr(os, "O_NOFOLLOW", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as exc:
-        error = exc.strerror or type(exc).__name__
-        return problem(Kind.UNREADABLE, path, _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error))
-    mode = os.fstat(fd).st_mode
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        kind = journal.kind_of(mode)
-        return problem(Kind.NOT_REGULAR, path, _messages.REPORT_FILE_NOT_A_JOURNAL_FILE.format(kind=kind))
-    return fd
-
-
 def _trouble(path: str, ran: journal.Ran, timeout: float, *, selecting: bool = True) -> Problem | None:
     """What went wrong with one journalctl over the file ``path`` (``selecting``: with ``--grep``, which exits 1 when
     no line matched), or None."""
@@ -353,127 +422,3 @@ def _trouble(path: str, ran: journal.Ran, timeout: float, *, selecting: bool = T
     if ran.said:
         return problem(Kind.WARNED, path, _messages.REPORT_FILE_WARNED.format(detail=detail))
     return None
-
-
-# -- the files of a directory --------------------------------------------------------------------------------------
-
-
-def _plan(path: str, seen: set[tuple[int, int]]) -> Tuple[JournalSource, List[List[str]]]:
-    """The source of directory ``path`` and its journal files, in file sets (a machine's file and its rotated
-    ones: ``remote-HOST.journal``, ``remote-HOST@....journal``), each in order. Its own files, and those one level
-    down (``/var/log/journal/MACHINE-ID/``); nothing behind a symbolic link, no FIFO, no device: each is named."""
-    import stat
-
-    source: JournalSource = {
-        "path": path,
-        "problems": [],
-        "problem": None,
-        "read": False,
-        "absent": False,
-        "files": 0,
-        "entries": 0,
-        "records": 0,
-        "rejected": 0,
-        "rejected_lines": [],
-        "unread": 0,
-        "unread_lines": [],
-        "untimed": 0,
-    }
-    try:
-        found = os.stat(path)
-    except FileNotFoundError:
-        # A directory named on the command line that does not exist is a typo, never "nothing there".
-        source["problems"].append(problem(Kind.NO_SUCH_PATH, path, _messages.REPORT_DIR_MISSING))
-        return source, []
-    except OSError as exc:
-        error = exc.strerror or type(exc).__name__
-        source["problems"].append(
-            problem(Kind.UNREADABLE, path, _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error))
-        )
-        return source, []
-    if not stat.S_ISDIR(found.st_mode):
-        source["problems"].append(problem(Kind.NOT_REGULAR, path, _messages.REPORT_DIR_NOT_A_DIRECTORY))
-        return source, []
-    files: List[str] = []
-    try:
-        _scan(path, files, source["problems"], depth=1)
-    except OSError as exc:
-        error = exc.strerror or type(exc).__name__
-        source["problems"].append(
-            problem(Kind.UNREADABLE, path, _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error))
-        )
-        return source, []
-    if not files and not source["problems"]:
-        source["problems"].append(problem(Kind.NO_JOURNAL_FILES, path, _messages.REPORT_DIR_EMPTY))
-        source["absent"] = True
-    source["files"] = len(files)
-    sets: Dict[str, List[str]] = {}
-    for file in sorted(_once(files, seen)):
-        sets.setdefault(_set_of(file), []).append(file)
-    return source, list(sets.values())
-
-
-def _once(files: List[str], seen: set[tuple[int, int]]) -> List[str]:
-    """The files not already planned (under another name given, or the same directory given twice)."""
-    kept = []
-    for file in files:
-        try:
-            found = os.stat(file, follow_symlinks=False)
-        except OSError:
-            kept.append(file)  # its read says why it can't be read
-            continue
-        if (found.st_dev, found.st_ino) not in seen:
-            seen.add((found.st_dev, found.st_ino))
-            kept.append(file)
-    return kept
-
-
-#: The most names a directory of journal files (and the directories one level down) may hold in all.
-MAX_NAMES = 100_000
-
-
-def _scan(path: str, files: List[str], problems: List[Problem], *, depth: int, seen: List[int] | None = None) -> None:
-    seen = seen if seen is not None else [0]
-    items: List[os.DirEntry[str]] = []
-    with os.scandir(path) as listing:
-        for item in listing:
-            if seen[0] + len(items) >= MAX_NAMES:  # millions of names cost no more than the first of them
-                text = _messages.REPORT_WALK_TOO_MANY.format(limit=MAX_NAMES)
-                problems.append(problem(Kind.TOO_MANY_FILES, path, text))
-                return
-            items.append(item)
-    seen[0] += len(items)
-    for item in sorted(items, key=lambda item: item.name):
-        if not item.name.endswith(_SUFFIXES):
-            if depth > 0 and item.is_dir(follow_symlinks=False):
-                try:
-                    _scan(item.path, files, problems, depth=depth - 1, seen=seen)
-                except OSError as exc:
-                    error = exc.strerror or type(exc).__name__
-                    text = _messages.REPORT_JOURNAL_CANT_BE_READ.format(error=error)
-                    problems.append(problem(Kind.UNREADABLE, item.path, text))
-            continue
-        if item.is_symlink():
-            problems.append(problem(Kind.LINK, item.path, _messages.REPORT_LINK_NOT_FOLLOWED))
-        elif not item.is_file(follow_symlinks=False):
-            text = _messages.REPORT_FILE_NOT_A_JOURNAL_FILE.format(kind=_kind_of(item))
-            problems.append(problem(Kind.NOT_REGULAR, item.path, text))
-        else:
-            files.append(item.path)
-
-
-def _kind_of(item: os.DirEntry[str]) -> str:
-    try:
-        return journal.kind_of(item.stat(follow_symlinks=False).st_mode)
-    except OSError:
-        return "not a file"
-
-
-def _set_of(path: str) -> str:
-    """The file set ``path`` belongs to: its directory and name up to a rotation's ``@``."""
-    head, name = os.path.split(path)
-    for suffix in _SUFFIXES:
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-            break
-    return os.path.join(head, name.split("@", 1)[0])

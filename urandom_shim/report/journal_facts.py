@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, Tuple, TypedDict, cast
 
+from .. import _messages
 from . import journal, shim_lines, stalls
 from .journal import CRNG_MARKERS, Entry
 from .sources import Budget, Line, Lines, Stall
@@ -23,11 +24,16 @@ if TYPE_CHECKING:
 Key = Tuple[Optional[str], Optional[str]]
 #: The most rejected and unread lines kept of a boot to show (every one is counted).
 MAX_LINES_KEPT = 20
+#: How soon after boot a boot's earliest entry must be for its journal to reach back to the boot's start. The
+#: kernel's first line ("Linux version ...") is at 0 s by the kernel's own clock; where the kernel's ring buffer
+#: wrapped before journald read it, its oldest line left is a second or two later.
+START_SECONDS = 5.0
 
 
 class BootFacts(TypedDict):
     """One boot, as its journal says: its ids and hostname, the files it was read from, when its first entry was
-    written (``first_seen``, µs since 1970), whether systemd saw a first boot, its kernel, ``crng init done``, the
+    written (``first_seen``, µs since 1970), how soon after boot its earliest entry read was logged (``began``, in
+    seconds: the kernel's first line is at 0), whether systemd saw a first boot, its kernel, ``crng init done``, the
     shim's events, the lines rejected and unread, the stalls, and how many entries were selected (and of them, how many
     had no time since boot: ``untimed``)."""
 
@@ -36,6 +42,7 @@ class BootFacts(TypedDict):
     hostname: Optional[str]
     files: List[str]
     first_seen: Optional[int]
+    began: Optional[float]
     first_boot: bool
     kernel: Optional[str]
     crng_init_done: Optional[float]
@@ -60,6 +67,7 @@ class Reducer:
             "hostname": None,
             "files": [],
             "first_seen": None,
+            "began": None,
             "first_boot": False,
             "kernel": None,
             "crng_init_done": None,
@@ -95,12 +103,16 @@ class Reducer:
         stamp = realtime(entry)
         if stamp is not None and (facts["first_seen"] is None or stamp < facts["first_seen"]):
             facts["first_seen"] = stamp
+        self.seen_at(journal.at(entry))
         text = journal.message(entry)
         if text.startswith("Detected first boot") and first_boot(entry):
             facts["first_boot"] = True
         if journal.field(entry, "_TRANSPORT") in (None, "kernel"):
             self._kernel_line(entry, text)
         stalls.add_start(self.starts, entry)
+        if self.budget.left <= 0 and shim_lines.believed_event(entry):
+            self.facts["held_back"] += 1  # past what the report holds: not parsed, counted, and the source named
+            return
         read = shim_lines.read_entry(entry)
         if read.event is not None:
             self._event(read.event)
@@ -108,6 +120,11 @@ class Reducer:
             _count(facts["rejected"], read.rejected)
         elif read.unread is not None:
             _count(facts["unread"], read.unread)
+
+    def seen_at(self, time: float) -> None:
+        """Note an entry of the boot logged ``time`` seconds after boot (NaN: no time)."""
+        if time == time and (self.facts["began"] is None or time < self.facts["began"]):
+            self.facts["began"] = time
 
     def _kernel_line(self, entry: Entry, text: str) -> None:
         facts = self.facts
@@ -120,8 +137,14 @@ class Reducer:
             self.release = stalls.release_of(entry)
 
     def _event(self, event: Record) -> None:
-        texts = self._texts
         fields = cast("Dict[str, Any]", event)  # every field alike: the texts are shared, whatever they are
+        if (tuple(event), *(_hashable(value) for value in fields.values())) in self._seen:
+            return
+        size = sum(len(value) for value in fields.values() if isinstance(value, str))
+        if not self.budget.hold(size, len(fields) + len(event.get("argv") or ()), row(self.key, fields)):
+            self.facts["held_back"] += 1  # past what the report holds: counted, and the source named
+            return
+        texts = self._texts
         for name, value in fields.items():
             if isinstance(value, str):
                 fields[name] = texts.setdefault(value, value)
@@ -129,13 +152,7 @@ class Reducer:
                 fields[name] = [texts.setdefault(item, item) if isinstance(item, str) else item for item in value]
         names = tuple(event)
         names = self._names.setdefault(names, names)
-        identity = (names, *(_hashable(value) for value in event.values()))
-        if identity in self._seen:
-            return
-        if not self.budget.take():
-            self.facts["held_back"] += 1  # past what the report holds: counted, and the source named
-            return
-        self._seen.add(identity)
+        self._seen.add((names, *(_hashable(value) for value in event.values())))
         self.facts["events"].append(event)
 
     def stall_units(self) -> list[str]:
@@ -153,6 +170,10 @@ class Reducer:
             return None
         return stalls.Finder(self.starts, crng)
 
+    def reaches_start(self) -> bool:
+        """Whether the boot's journal, as read, reaches back to the boot's start (:func:`reaches_start`)."""
+        return reaches_start(self.facts)
+
     def done(self) -> BootFacts:
         """The facts, once every entry was added; the reducer's working state is let go."""
         self._texts.clear()
@@ -160,6 +181,32 @@ class Reducer:
         self._names.clear()
         self.starts.clear()
         return self.facts
+
+
+def reaches_start(facts: BootFacts) -> bool:
+    """Whether the boot's journal reaches back to the boot's start: its earliest entry read was logged within
+    :data:`START_SECONDS` of boot, as the kernel's first line is. Entries that name no boot are no journald's (a
+    saved file written by hand): nothing says where their boot began, and they are not asked."""
+    if facts["boot_id"] is None:
+        return True
+    return facts["began"] is not None and facts["began"] <= START_SECONDS
+
+
+def no_start(facts: BootFacts) -> str:
+    """The problem of a boot whose journal does not reach back to its start (:func:`reaches_start`), in words."""
+    began = facts["began"]
+    if began is None:
+        why = _messages.REPORT_NO_BOOT_START_UNTIMED
+    else:
+        why = _messages.REPORT_NO_BOOT_START_AFTER.format(began=began)
+    return _messages.REPORT_NO_BOOT_START.format(boot=facts["boot_id"], why=why)
+
+
+def row(boot: object, fields: Dict[str, Any]) -> tuple[object, ...]:
+    """The row of the report a finding of ``boot`` is counted in, near enough to count what rows cost: its program
+    and its call site, and what was done there."""
+    names = ("unit", "program", "call", "caller", "site", "policy", "policy_source", "mode", "action")
+    return (boot, *(fields.get(name) for name in names), _hashable(fields.get("under")))
 
 
 def _hashable(value: object) -> object:
@@ -192,11 +239,8 @@ def realtime(entry: Entry) -> int | None:
 
 def first_boot(entry: Entry) -> bool:
     """Whether systemd said "Detected first boot." in ``entry`` (through the kernel's buffer, before journald ran,
-    or its own)."""
-    return journal.message(entry).startswith("Detected first boot") and "systemd" in (
-        journal.field(entry, "SYSLOG_IDENTIFIER"),
-        journal.field(entry, "_COMM"),
-    )
+    or its own): only systemd's own message counts (:func:`urandom_shim.report.stalls.from_systemd`)."""
+    return journal.message(entry).startswith("Detected first boot") and stalls.from_systemd(entry)
 
 
 def hexadecimal(text: str) -> bool:
@@ -229,5 +273,7 @@ def merge(boots: Dict[Key, BootFacts], facts: BootFacts) -> None:
         known["kernel"] = facts["kernel"]
     seen = [value for value in (known["first_seen"], facts["first_seen"]) if value is not None]
     known["first_seen"] = min(seen) if seen else None
+    began = [value for value in (known["began"], facts["began"]) if value is not None]
+    known["began"] = min(began) if began else None
     crngs = [value for value in (known["crng_init_done"], facts["crng_init_done"]) if value is not None]
     known["crng_init_done"] = max(crngs) if crngs else None

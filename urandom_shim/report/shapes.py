@@ -84,12 +84,12 @@ PolicyVerdict = TypedDict(
 
 class Machine(TypedDict):
     """One machine of the report (``--json``'s ``machines``): its id, hostname, boots read, whether a first boot was
-    among them, its image and its kernels."""
+    among them (None: no source says), its image and its kernels."""
 
     machine_id: Optional[str]
     hostname: Optional[str]
     boots: int
-    first_boot: bool
+    first_boot: Optional[bool]
     image: Optional[str]
     kernels: List[str]
 

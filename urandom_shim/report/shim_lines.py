@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any, Iterable, List, NamedTuple, Optional
 
 from .. import _events, _messages, _policies
-from . import journal, stalls
+from . import journal
 from .journal import Entry
 from .sources import Line
 
@@ -220,35 +220,39 @@ def _first(patterns: list[tuple[Any, Any]], text: str) -> tuple[Any, Any] | None
 #: stream, ``SCM_CREDENTIALS`` of the datagram), so its unit and executable are as trustworthy by every route. A line
 #: the kernel (``/dev/kmsg``), the audit system or journald itself brought is not a program's own output.
 SHIM_TRANSPORTS = ("stdout", "journal", "syslog")
-#: The longest message read as an event: the shim's lines are at most 1,000 characters.
-MAX_EVENT_LINE = 4096
+#: The longest line read as an event: the shim's lines are at most :data:`urandom_shim._messages.MAX_LINE`
+#: characters. A believed writer's longer line is not parsed (the parser's work grows faster than a line's length),
+#: and is listed as not read.
+MAX_EVENT_LINE = _messages.MAX_LINE
 
 
 def rejection(entry: Entry) -> str | None:
-    """Why an entry whose message reads as one of the shim's events is not one, from journald's trusted fields; None
-    if they show what the shim's line would: a Python interpreter's own output (``_TRANSPORT`` stdout, journal or
-    syslog; ``_EXE``, else ``_COMM``, a python or a pypy, also one replaced on disk while it ran: ``python3.11
-    (deleted)``) in a system unit (``_SYSTEMD_UNIT`` not a login session's scope nor a user's service manager: every
-    process a user without root starts runs in one of those).
+    """Why an entry whose message reads as one of the shim's events is not believed, from journald's trusted fields
+    alone; None if they show a program's own output (``_TRANSPORT`` stdout, journal or syslog), written by a process
+    journald saw (``_EXE`` or ``_COMM``), not in a login session's scope, a user's service manager or a user's slice
+    (every process a user without root starts runs in one of those): in a system unit.
 
-    A line passed on by :data:`urandom_shim.report.stalls.PASS_THROUGH` (``tee``, ``cat``, ``logger``...) in a system
-    unit is believed too: cloud-init's output goes through ``tee`` on Debian, and ``app 2>&1 | logger`` sends it by
-    syslog, so the journal can't show the Python behind it. Only root can set up a system unit, and a line can only
-    add a finding, so believing it can fail a gate but never pass one."""
+    Whatever the program is: a Python interpreter, one embedded in another (uWSGI, Apache's mod_wsgi), or one that
+    passes another's output on (``tee``, ``logger``, a container's ``conmon``). Only root sets up a system unit, and a
+    line can only add a finding, so believing it can fail a gate but never pass one; a user without root can write
+    into no system unit's journal."""
     transport = journal.field(entry, "_TRANSPORT")
     if transport not in SHIM_TRANSPORTS:
         return _messages.REPORT_REJECTED_TRANSPORT.format(transport=transport or "an unknown transport")
-    if not stalls.is_python(entry, strict=True) and not stalls.is_pass_through(entry):
-        return _messages.REPORT_REJECTED_NOT_PYTHON.format(
-            exe=journal.field(entry, "_EXE") or journal.field(entry, "_COMM") or "an unknown program"
-        )
+    if journal.field(entry, "_EXE") is None and journal.field(entry, "_COMM") is None:
+        return _messages.REPORT_REJECTED_UNSEEN_WRITER
     unit = journal.field(entry, "_SYSTEMD_UNIT") or ""
+    slice_ = journal.field(entry, "_SYSTEMD_SLICE") or ""
     if (
         journal.field(entry, "_SYSTEMD_USER_UNIT")
         or unit.startswith("user@")
         or (unit.startswith("session-") and unit.endswith(".scope"))
+        or slice_ == "user.slice"
+        or slice_.startswith("user-")
     ):
-        return _messages.REPORT_REJECTED_LOGIN_SESSION.format(unit=unit or journal.field(entry, "_SYSTEMD_USER_UNIT"))
+        return _messages.REPORT_REJECTED_LOGIN_SESSION.format(
+            unit=unit or journal.field(entry, "_SYSTEMD_USER_UNIT") or slice_
+        )
     return None
 
 
@@ -266,24 +270,31 @@ _NOTHING = Read(None, None, None)
 
 
 def read_entry(entry: Entry) -> Read:
-    """One entry, read as :func:`journal_events` reads each."""
+    """One entry, read as :func:`journal_events` reads each. Its writer is checked (:func:`rejection`) before its
+    text is parsed, so another writer's lines cost no parsing; a believed writer's line that does not parse in full
+    (longer than the shim's lines, a number out of range, cut short or damaged) is listed as not read."""
     text = journal.message(entry)
-    if not text.startswith(_messages.PREFIX):
-        return _NOTHING
-    if len(text) > MAX_EVENT_LINE:
-        return Read(None, _line(entry, _messages.REPORT_REJECTED_TOO_LONG, text), None)
-    try:
-        parsed = parse_line(text)
-    except OutOfRange:
-        return Read(None, _line(entry, _messages.REPORT_REJECTED_OUT_OF_RANGE, text), None)
-    if parsed is None and not _reads_as_event(text):
+    if not text.startswith(_messages.PREFIX) or not _reads_as_event(text):
         return _NOTHING  # one of the shim's other lines (a configuration problem), or not the shim's at all
     why = rejection(entry)
     if why is not None:
         return Read(None, _line(entry, why, text), None)
+    if len(text.rstrip("\r\n")) > MAX_EVENT_LINE:
+        return Read(None, None, _line(entry, _messages.REPORT_UNREAD_TOO_LONG, text))
+    try:
+        parsed = parse_line(text)
+    except OutOfRange:
+        return Read(None, None, _line(entry, _messages.REPORT_UNREAD_OUT_OF_RANGE, text))
     if parsed is None:
         return Read(None, None, _line(entry, _messages.REPORT_UNREAD_LINE, text))
     return Read(_event(entry, parsed), None, None)
+
+
+def believed_event(entry: Entry) -> bool:
+    """Whether ``entry`` reads as one of the shim's event lines and its writer is believed (:func:`rejection`):
+    what :func:`read_entry` would read as an event, or list as not read, without parsing it."""
+    text = journal.message(entry)
+    return text.startswith(_messages.PREFIX) and _reads_as_event(text) and rejection(entry) is None
 
 
 class Lines(NamedTuple):

@@ -188,16 +188,26 @@ def is_pass_through(entry: Entry) -> bool:
     return name in PASS_THROUGH
 
 
+def from_systemd(entry: Entry) -> bool:
+    """Whether systemd's service manager (PID 1) logged ``entry``, by journald's trusted fields: through its own
+    journal connection (``_PID`` 1, which journald takes from the kernel), or through the kernel's buffer before
+    journald ran (``_TRANSPORT`` kernel with the identifier ``systemd``: only root writes there). Another writer's
+    ``UNIT=`` or "Starting X..." shapes nothing."""
+    transport = journal.field(entry, "_TRANSPORT")
+    if transport == "kernel":
+        return journal.field(entry, "SYSLOG_IDENTIFIER") == "systemd"
+    return transport == "journal" and journal.field(entry, "_PID") == "1"
+
+
 def started_unit(entry: Entry) -> str | None:
-    """The unit whose job systemd says it is starting in this entry ("Starting X..."), or None."""
+    """The unit whose job systemd says it is starting in this entry ("Starting X..."), or None: only systemd's own
+    messages count (:func:`from_systemd`)."""
     text = journal.message(entry)
-    if not text.startswith("Starting "):
+    if not text.startswith("Starting ") or not from_systemd(entry):
         return None
     unit = journal.field(entry, "UNIT")
-    if unit is not None:
+    if unit is not None and journal.field(entry, "_TRANSPORT") == "journal":
         return unit
-    if journal.field(entry, "SYSLOG_IDENTIFIER") != "systemd" and journal.field(entry, "_COMM") != "systemd":
-        return None
     # Logged through the kernel's buffer before journald ran: "Starting name.service - Description..." (systemd
     # 249 and later; earlier ones name only the description).
     name = text[len("Starting ") :].split(" ", 1)[0]

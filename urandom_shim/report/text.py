@@ -8,12 +8,13 @@ from typing import cast
 
 from .. import _messages, _policies
 from .._terminal import escaped, rows
-from .sources import Kind, Line, Report, Source, said
+from .fixes import fixes, fleet_fix, worst_first
+from .sources import Kind, Line, Problem, Report, Source, absent, said
 from .verdict import FINE, RAISE, WAIT, WEAK, plural
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from .shapes import CallSite, CrngSpread, Program, Spread
+    from .shapes import CallSite, CrngSpread, Spread
 
 
 # -- text ------------------------------------------------------------------------------------------------------------
@@ -65,19 +66,14 @@ def lines(report: Report) -> list[str]:
         out.append(f"  {'journal':<15} {shown(journal['path'] or 'none')}: {source_words(journal, found, report)}")
     programs = report["programs"]
     out.append("")
-    read = [source for source in (events, journal) if source is not None and source["read"]]
+    asked = [source for source in (events, journal) if source is not None]
     if report.get("empty_allowed"):
-        out.append(
-            f"Nothing to read: {EMPTY_ALLOWED}. No program asked for randomness before the kernel CRNG was ready."
-        )
-    elif not programs and not read:
-        out.append(
-            "Nothing was read: no events file and no journal, so this report can't say what happened in the window. "
-            "Name the events file with --events PATH, or a saved journal with --journal-file PATH; for many "
-            "machines, --journal-dir DIR or --events DIR."
-        )
+        out.append(_messages.REPORT_TEXT_EMPTY_ALLOWED)
+    elif not programs and not any(source["read"] for source in asked):
+        named = any(source["path"] and source["problems"] for source in asked)
+        out.append(_messages.REPORT_TEXT_NOT_READ if named else _messages.REPORT_TEXT_NOTHING_GIVEN)
     elif not programs:
-        out.append("No program asked for randomness before the kernel CRNG was ready (or none was recorded).")
+        out.append(_messages.REPORT_TEXT_NO_PROGRAM)
     after_what = "after boot" if report.get("since") is None else "into the simulated run"
     for program in programs:
         first = program["first_call"]
@@ -138,7 +134,7 @@ def lines(report: Report) -> list[str]:
 
 
 #: The report's first line when no source could be read: no verdict is clean then.
-NOTHING_READ = "nothing read: no source named or configured could be read, so there is no verdict."
+NOTHING_READ = _messages.REPORT_TEXT_NOTHING_READ
 #: What a call comes to under each policy (the outcomes a record carries), in the rows' words.
 WOULD = {
     _policies.FINE: "nothing to see",
@@ -150,22 +146,13 @@ WOULD = {
 }
 #: Said of a call whose program's policy comes from a source that outranks the machine file.
 PINNED = "its policy comes from {source}, which outranks the machine file: it stays {policy} under each"
-#: Said of a call recorded by an older shim, whose record carries no outcome per policy.
-INFERRED = (
-    "inferred from the call alone: recorded by an older urandom-shim, which did not say what its timeout, fuse, "
-    "floor or interpreter would make of it"
-)
+#: Said of a call whose record carries no outcome per policy (``under``).
+INFERRED = _messages.REPORT_TEXT_INFERRED
 #: What a source that simply held nothing is, with --allow-empty.
 EMPTY_ALLOWED = _messages.REPORT_EMPTY_ALLOWED
 #: The heads of the lists of journal lines that reads as the shim's events but were not read as events.
-UNREAD_LINES = (
-    "Not read: {lines} of the journal, written by a Python interpreter in a system unit, read as the shim's events "
-    "but could not be parsed in full (cut short, or damaged): what they say is unknown, so --fail-for exits 3:"
-)
-REJECTED_LINES = (
-    "Rejected: {lines} of the journal read as the shim's events, but journald's own fields show another writer, so "
-    "no verdict counts them:"
-)
+UNREAD_LINES = _messages.REPORT_TEXT_UNREAD_LINES
+REJECTED_LINES = _messages.REPORT_TEXT_REJECTED_LINES
 
 
 def source_words(source: Source, found: str, report: Report) -> str:
@@ -175,11 +162,23 @@ def source_words(source: Source, found: str, report: Report) -> str:
     if not source["read"]:
         problem = shown(source["problem"] or "nothing in it could be read")
         return f"{problem.rstrip('.')}; {EMPTY_ALLOWED}" if report["allow_empty"] and source["absent"] else problem
-    others = [said(one) for one in source["problems"] if one["kind"] is not Kind.UNREAD_LINE]
+    others = [
+        one["problem"] if one["path"] == source["path"] else said(one)
+        for one in source["problems"]
+        if one["kind"] is not Kind.UNREAD_LINE and not (report["allow_empty"] and absent(one))
+    ]
     if others:
         more = f" (and {len(others) - 1} more)" if len(others) > 1 else ""
-        found += f"; not in full: {shown(others[0])}{more}"
+        first = shown(others[0]).rstrip(".")
+        for said_so in ("not read in full: ", "not read: "):  # the problem's own words already say it
+            first = first[len(said_so) :] if first.startswith(said_so) else first.replace(f": {said_so}", ": ", 1)
+        found += f"; not in full: {first}{more}"
     return found
+
+
+def problems_of(source: Source, allow_empty: bool) -> list[Problem]:
+    """A source's problems, less what ``--allow-empty`` accepts (:data:`urandom_shim.report.sources.ABSENT`)."""
+    return [found for found in source["problems"] if not (allow_empty and absent(found))]
 
 
 def journal_lines(head: str, count: int, lines: list[Line]) -> list[str]:
@@ -218,57 +217,6 @@ def would(call: CallSite) -> str:
     return words
 
 
-def fixes(program: Program) -> list[str]:
-    """For a program that would raise under some policy: the ways to fix it that fit it, as lines."""
-    import json
-
-    if RAISE not in program["under"].values():
-        return []
-    hints = []
-    callers = raising_lines(program["calls"])
-    if callers:
-        hints.append(
-            f"call secrets.wait_for_system_rng() once before {shown(callers[0])}: it waits for the CRNG under every "
-            "policy, and returns at once when it is ready"
-        )
-    if program.get("unit"):
-        hints.append(
-            f"order {shown(program['unit'])} after systemd-random-seed.service (After= and Wants= in a drop-in's "
-            "[Unit]), which waits for the CRNG on a first boot"
-        )
-    name = match_name(program)
-    if name is not None:
-        # As a TOML basic string: JSON's escapes are TOML's, so the line can be pasted whatever the name holds.
-        quoted = json.dumps(name, ensure_ascii=False)
-        hints.append(f'or exempt it in the machine\'s file: [[program]] match = {shown(quoted)}, policy = "pep524"')
-    out = []
-    for number, hint in enumerate(hints):
-        out.append(f"  {'fix' if number == 0 else '':<10} {hint}")
-    return out
-
-
-def raising_lines(calls: list[CallSite]) -> list[str]:
-    """The callers of ``calls`` that would raise under some policy and are a line of a file: a wait can go before
-    them (not `<string>`, `<stdin>`: no file to edit)."""
-    raising = [call for call in calls if RAISE in call["under"].values()]
-    return [
-        str(c["caller"]) for c in raising if ":" in str(c["caller"] or "<") and not str(c["caller"]).startswith("<")
-    ]
-
-
-def match_name(program: Program) -> str | None:
-    """The name a ``[[program]]`` rule matches for this program: the one its events give, else its script's file
-    name from its command line (the word after the interpreter), else None."""
-    import os
-
-    if program["program"]:
-        return str(program["program"])
-    words = " ".join(str(arg) for arg in (program["argv"] or ())).split()
-    if len(words) >= 2 and os.path.basename(words[0]).startswith("python") and not words[1].startswith("-"):
-        return os.path.basename(words[1])
-    return None
-
-
 def fleet_lines(report: Report) -> list[str]:
     """The report over many machines, to fit a screen for a thousand: the fleet's figures, the programs by how
     many machines they ran on (the first :data:`PROGRAMS_SHOWN`, then "and N more"), the units that stalled, and a
@@ -283,23 +231,32 @@ def fleet_lines(report: Report) -> list[str]:
         out.append(f"  {NOTHING_READ}")
     sources = report["sources"]
     events = sources.get("events")
+    allow = bool(report.get("allow_empty"))
     if events is not None:
-        found = f"{plural(events['files'], 'file')}, {plural(events['records'], 'event')}"
+        empty = events.get("empty") or 0
+        found = f"{plural(events['files'] + empty, 'file')}, {plural(events['records'], 'event')}"
         if events["skipped"]:
             found += f", {plural(events['skipped'], 'record')} skipped"
-        if events.get("empty") and report.get("allow_empty"):
-            found += f", {events['empty']} empty: {EMPTY_ALLOWED}"
-        if events["problems"]:
-            found += f", {plural(len(events['problems']), 'problem')} (below)"
-        words = shown(events["problem"] or found)
-        if not events["read"] and events["absent"] and report.get("allow_empty"):
-            words = f"{words.rstrip('.')}; {EMPTY_ALLOWED}"
-        out.append(f"  {'events':<15} {shown(events['path'])}: {words}")
+        if empty:
+            found += f", {empty} empty, {EMPTY_ALLOWED}"
+        left = problems_of(events, allow)
+        if left:
+            found += f", {plural(len(left), 'problem')} (below)"
+        if events["read"] or empty:
+            words = found
+        elif events["absent"] and allow:
+            words = f"{shown(events['problem'] or found).rstrip('.')}; {EMPTY_ALLOWED}"
+        else:
+            words = shown(events["problem"] or found)
+        out.append(f"  {'events':<15} {shown(events['path'] or 'none')}: {words}")
     journals = [("journal", sources["journal"])] if "journal" in sources else []
     for label, directory in [*journals, *(("journal dir", one) for one in sources.get("journal_dirs", ()))]:
         found = f"{plural(directory['files'], 'journal file')}, {directory['entries']} entries selected"
-        if directory["problems"]:
-            found += f", {plural(len(directory['problems']), 'problem')} (below)"
+        left = problems_of(directory, allow)
+        if left:
+            found += f", {plural(len(left), 'problem')} (below)"
+        elif directory["problems"] and allow:  # nothing but what --allow-empty accepts
+            found += f"; {EMPTY_ALLOWED}"
         out.append(f"  {label:<15} {shown(directory['path'])}: {found}")
     crng = fleet["crng_init_done"]
     out.append(f"  {'crng init done':<15} {_spread(crng)}")
@@ -360,25 +317,34 @@ def fleet_lines(report: Report) -> list[str]:
             out.append(f"  and {len(stalls) - PROGRAMS_SHOWN} more units")
         out.append(f"  {STALLS_AVOID}")
         out.append("")
-    # Each problem names its file.
+    # Each problem names its file; a line not read is listed with its lines below.
     problems = [
-        found
+        one
         for source in (events, sources.get("journal"), *sources.get("journal_dirs", ()))
         if source is not None
-        for found in source["problems"]
-        if not (report.get("allow_empty") and found["kind"] is Kind.EMPTY)
+        for one in problems_of(source, allow)
+        if one["kind"] is not Kind.UNREAD_LINE
     ]
     if problems:
         others = "; every other file was" if report.get("read", True) else ""
         out.append(f"Not read ({plural(len(problems), 'problem')}{others}):")
-        for found in problems[:PROGRAMS_SHOWN]:
-            out.append(f"  {shown(said(found))}")
+        for one in problems[:PROGRAMS_SHOWN]:
+            out.append(f"  {shown(said(one))}")
         if len(problems) > PROGRAMS_SHOWN:
             out.append(f"  and {len(problems) - PROGRAMS_SHOWN} more")
         out.append("")
     unread = report.get("unread") or {}
     if unread.get("count"):
         out.extend(journal_lines(UNREAD_LINES, unread["count"], unread["lines"][:CALLS_SHOWN]))
+        files = [
+            said(one)
+            for source in (sources.get("journal"), *sources.get("journal_dirs", ()))
+            if source is not None
+            for one in source["problems"]
+            if one["kind"] is Kind.UNREAD_LINE and one["path"] is not None
+        ]
+        if files:
+            out[-1:-1] = [f"  in {shown(where)}" for where in files[:PROGRAMS_SHOWN]]
     rejected = report.get("rejected") or {}
     if rejected.get("count"):
         out.append(
@@ -403,37 +369,6 @@ def _most(found: dict[str, int], shown_: int = 2) -> str:
     names = sorted(found, key=lambda name: (-found[name], name))
     more = f" and {len(names) - shown_} more" if len(names) > shown_ else ""
     return ", ".join(shown(name) for name in names[:shown_]) + more
-
-
-#: How bad a call site is, worst first: what the fleet's text shows first.
-_SEVERITY = {RAISE: 0, WEAK: 1, WAIT: 2, FINE: 3}
-
-
-def worst_first(calls: list[CallSite]) -> list[CallSite]:
-    """A program's call sites as the fleet's text shows them: the worst first (one that would raise under some
-    policy, then weak bytes, then a wait, then nothing to see), then on the most machines, then in order of first
-    call. The first three shown are then the ones to fix, not merely the earliest."""
-
-    def worst(call: CallSite) -> int:
-        return min((_SEVERITY.get(found, len(_SEVERITY)) for found in call["under"].values()), default=9)
-
-    return sorted(calls, key=lambda call: (worst(call), -call["machines"]))
-
-
-def fleet_fix(program: Program) -> list[str]:
-    """The fixes of a program that would raise, on one line (each machine's own report says them in full)."""
-    import json
-
-    if RAISE not in program["under"].values():
-        return []
-    callers = raising_lines(worst_first(program["calls"]))
-    ways = [f"secrets.wait_for_system_rng() before {shown(callers[0])}"] if callers else []
-    if program.get("unit"):
-        ways.append("After=systemd-random-seed.service")
-    name = match_name(program)
-    if name is not None:
-        ways.append(f"[[program]] match = {shown(json.dumps(name, ensure_ascii=False))}")
-    return [f"  {'fix':<10} {'; or '.join(ways)}"] if ways else []
 
 
 #: How a unit of the fleet avoids the stall: each machine's own report says it for its units, with the command.

@@ -18,7 +18,7 @@ from .shapes import CallSite, Named, PolicyVerdict, Program
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from .._events import Record
-    from .sources import Report, Source
+    from .sources import Problem, Report, Source
 
 
 #: The call sites whose bytes are meant for secrets; the two seeding sites only seed the ``random`` module.
@@ -237,6 +237,8 @@ def _done(call: CallSite) -> str | None:
     """What an enforced call was seen to come to, or None (report mode, the interpreter's own code)."""
     if call["mode"] != _policies.ENFORCE:
         return None
+    if str(call["action"]).startswith("timed-out") and call["timeout"] is None and not call["inferred"]:
+        return None  # no timeout of the program's ran out: the pytest plugin ended a wait nothing would end
     done = DONE.get(str(call["action"]))
     if done in (_policies.WEAK, _policies.WAIT_THEN_WEAK) and call["site"] not in STRONG_SITES:
         return _policies.FINE
@@ -336,12 +338,14 @@ def _names(entries: list[Named], fleet: bool, shown: int = 5) -> str:
 
 class Unread(NamedTuple):
     """Why ``--fail-for`` can't pass on a report although no program fails (:func:`unread`): the source in words
-    (None when nothing at all was read), its problem in words, and whether there simply was nothing there (which
-    ``--allow-empty`` accepts)."""
+    (None when nothing at all was read), its problem in words, whether there simply was nothing there (which
+    ``--allow-empty`` accepts), whether some of it was read (``partly``), and whether the source's words are plural."""
 
     source: Optional[str]
     problem: Optional[str]
     absent: bool
+    partly: bool = False
+    plural: bool = False
 
 
 def unread(report: Report, *, allow_empty: bool = False) -> Unread | None:
@@ -349,37 +353,63 @@ def unread(report: Report, *, allow_empty: bool = False) -> Unread | None:
     for fails it when it was not read, or not in full: any problem but those that mean there was nothing there
     (:data:`urandom_shim.report.sources.ABSENT`, which ``allow_empty`` accepts) is something asked for and not read,
     whose findings are unknown. So does reading nothing at all. The kind of each problem decides, never its words."""
-    from .sources import absent, said
+    from .sources import absent
 
     sources = report["sources"]
     events, journal = sources.get("events"), sources.get("journal")
-    asked: list[tuple[str, Source]] = []
+    asked: list[tuple[str, bool, Source]] = []
     if events is not None and events["path"] is not None:
-        several = len(events["paths"]) != 1 or events["files"] + len(events["problems"]) > 1
-        asked.append((f"the events {'files' if several else 'file'} {escaped(events['path'])}", events))
+        if len(events["paths"]) != 1:
+            asked.append((f"the events files {escaped(events['path'])}", True, events))
+        elif os.path.isdir(events["paths"][0]):
+            asked.append((f"the events directory {escaped(events['path'])}", False, events))
+        else:
+            asked.append((f"the events file {escaped(events['path'])}", False, events))
     if journal is not None:
-        asked.append((f"the journal ({escaped(journal['path'])})", journal))
+        if journal["path"] == "journalctl -b":
+            asked.append(("this boot's journal (journalctl -b)", False, journal))
+        else:
+            asked.append((f"the saved journal {escaped(journal['path'])}", False, journal))
     for directory in sources.get("journal_dirs", ()):
-        asked.append((f"the journal directory {escaped(directory['path'])}", directory))
-    for name, source in asked:
+        asked.append((f"the journal directory {escaped(directory['path'])}", False, directory))
+    for name, several, source in asked:
         problems = [found for found in source["problems"] if not (allow_empty and absent(found))]
         if not source["read"] and not problems:
             if allow_empty and source["absent"]:
                 continue
-            return Unread(
-                name, escaped(source["problem"] or "nothing in it could be read").rstrip("."), source["absent"]
-            )
+            words = escaped(source["problem"] or "nothing in it could be read")
+            return Unread(name, _bare(words, source), source["absent"], plural=several)
         if not source["read"]:
-            whole = source["problem"] if source["problem"] and len(source["problems"]) == 1 else said(problems[0])
-            return Unread(name, escaped(whole).rstrip("."), all(absent(found) for found in problems))
+            one = len(source["problems"]) == 1 and source["problem"]
+            whole = source["problem"] if one and source["problem"] else _said(problems[0], source)
+            empty = all(absent(found) for found in problems)
+            return Unread(name, _bare(escaped(whole), source), empty, plural=several)
         if problems:
             # A file that could not be read is a machine whose findings are unknown: the gate can't pass for it,
             # whatever the others say (the machines that were read still fail it, with exit 1).
             more = f", and {len(problems) - 1} more" if len(problems) > 1 else ""
-            return Unread(name, escaped(f"not in full: {said(problems[0])}{more}").rstrip("."), False)
-    if not any(source["read"] for _name, source in asked) and not allow_empty:
+            words = _bare(escaped(_said(problems[0], source)), source) + more
+            return Unread(name, words, False, partly=True, plural=several)
+    if not any(source["read"] for _name, _several, source in asked) and not allow_empty:
         return Unread(None, None, True)
     return None
+
+
+def _said(found: Problem, source: Source) -> str:
+    """The problem as one line, without the path when it is the source's own (the source's words name it)."""
+    from .sources import said
+
+    return found["problem"] if found["path"] == source["path"] else said(found)
+
+
+def _bare(words: str, source: Source) -> str:
+    """``words`` without a leading path of the source's own, and without a final full stop: they go in brackets."""
+    path = escaped(source["path"] or "")
+    if path and words.startswith(f"{path}: "):
+        words = words[len(path) + 2 :]
+    for said_so in ("not read in full: ", "not read: "):  # the sentence around it says so already
+        words = words[len(said_so) :] if words.startswith(said_so) else words
+    return words.rstrip(".")
 
 
 def fails(report: Report, policy: str) -> bool:

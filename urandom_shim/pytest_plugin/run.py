@@ -1,0 +1,115 @@
+"""The run, in each process that runs tests: its directory (in pytest's own temporary directory, which pytest cleans
+up), its events file and the watch over the tests' child processes. Made by the first test that applies a policy;
+nothing of it exists in a run that applies none.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from .options import options
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from .children import Test, Watch
+    from .records import Records
+
+
+class Run:
+    """What the plugin keeps for one run in this process (the controller, or one pytest-xdist worker)."""
+
+    def __init__(self, config: pytest.Config, factory: pytest.TempPathFactory) -> None:
+        self.config = config
+        self.options = options(config)
+        self._factory = factory
+        self._directory: str | None = None
+        self._records: Records | None = None
+        self._watch: Watch | None = None
+        self._flags: list[str] = []
+        self._lock = threading.Lock()
+
+    def directory(self) -> str:
+        """The run's own directory, made on first use in pytest's temporary directory for this run."""
+        if self._directory is None:
+            try:
+                found = self._factory.mktemp("urandom-shim", numbered=False)
+            except FileExistsError:  # a run nested in another's directory (pytester): a numbered one
+                found = self._factory.mktemp("urandom-shim")
+            self._directory = str(found)
+        return self._directory
+
+    def records(self) -> Records:
+        """The run's events: in the file ``URANDOM_SHIM_EVENTS`` names, if you set one (it is yours, and stays), else
+        in the run's directory."""
+        with self._lock:
+            if self._records is None:
+                from .records import Records, size, users_events_file
+
+                mine = users_events_file()
+                if mine is not None:
+                    self._records = Records(mine, start=size(mine), own=False)
+                else:
+                    self._records = Records(os.path.join(self.directory(), "events.jsonl"), start=0, own=True)
+            return self._records
+
+    def has_records(self) -> bool:
+        return self._records is not None
+
+    def watching(self) -> Watch | None:
+        return self._watch
+
+    def child_environment(self) -> dict[str, str]:
+        """The variables every process of a test gets besides its settings: event lines off stderr, unless asked."""
+        from .. import _events
+
+        return {} if self.options.stderr else {_events.LINES_VARIABLE: "0"}
+
+    def new_flag(self) -> str:
+        """A new file whose existence keeps a simulated kernel CRNG unready (``unready-until-file:``)."""
+        with self._lock:
+            path = os.path.join(self.directory(), f"unready-{len(self._flags)}")
+            self._flags.append(path)
+        open(path, "w").close()
+        return path
+
+    def watch(self) -> Watch:
+        if self._watch is None:
+            from .children import Watch
+
+            self._watch = Watch(self.records, self.config)
+        return self._watch
+
+    def begin(self, state: Test) -> None:
+        """A test under a policy starts: its child processes are watched from now on."""
+        self.watch().begin(state)
+
+    def close(self) -> None:
+        """The end of the run's tests: the watch stops, the flags go. The events file stays for the end-of-run
+        report, which removes it (:mod:`.summary`)."""
+        if self._watch is not None:
+            self._watch.stop()
+        for path in self._flags:
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
+
+
+_RUN = pytest.StashKey["Run"]()
+
+
+def current(config: pytest.Config) -> Run | None:
+    """The run's state in this process, or None while no test has applied a policy."""
+    return config.stash.get(_RUN, None)
+
+
+def start(config: pytest.Config, factory: pytest.TempPathFactory) -> Run:
+    run = config.stash.get(_RUN, None)
+    if run is None:
+        run = config.stash[_RUN] = Run(config, factory)
+    return run

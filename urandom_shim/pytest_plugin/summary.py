@@ -1,0 +1,355 @@
+"""The end of the run: every record of the run, its tests' and their child processes' (pytest-xdist's workers send
+theirs), made into the section ``urandom-shim report`` of the terminal summary and into ``--urandom-report``'s JSON.
+Both speak of tests: each call site, the tests that reach it, what each policy would do there (the boot report's
+own aggregation, :mod:`urandom_shim.report.verdict`), and what to do about it in a test suite.
+
+PYTEST_DONT_REWRITE
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from .. import _messages
+from .options import options
+from .records import Records, absolute, calls
+from .run import current
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Collection
+
+    from .._events import Record
+    from ..report.shapes import PolicyVerdict, Program
+
+#: The tests named for a call site, and the call sites and test files shown, before "and N more".
+TESTS_SHOWN, SITES_SHOWN, FILES_SHOWN = 3, 10, 5
+#: What a call comes to under a policy, worst last (:data:`urandom_shim.report.verdict.RANK`).
+WORDS = {"raise": "raises", "wait": "waits", "weak": "weak bytes", "fine": "nothing to see"}
+
+
+class _Collected:
+    """The run's events files, as each process that ran tests made or named them, and the tests' outcomes."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, tuple[int, bool]] = {}  # path -> (where this run's records begin, whether ours)
+        self.pids: set[int] = set()  # the processes that ran tests
+        self.outcomes: dict[str, str] = {}
+        self.report: dict[str, Any] | None = None
+        #: This process's own records, when it ran the tests itself (no pytest-xdist workers).
+        self.local: Records | None = None
+        self.lines: list[str] = []
+
+    def add(self, path: str, start: int, own: bool, pid: int) -> None:
+        known = self.files.get(path)
+        self.files[path] = (start if known is None else min(start, known[0]), own)
+        self.pids.add(pid)
+
+
+_COLLECTED = pytest.StashKey[_Collected]()
+
+
+def _collected(config: pytest.Config) -> _Collected:
+    found = config.stash.get(_COLLECTED, None)
+    if found is None:
+        found = config.stash[_COLLECTED] = _Collected()
+    return found
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: object) -> None:
+    """pytest-xdist: a worker is done; its events file comes with its output."""
+    sent = getattr(node, "workeroutput", {}).get("urandom_shim")
+    if isinstance(sent, dict):
+        _collected(node.config).add(str(sent["path"]), int(sent["start"]), bool(sent["own"]), int(sent["pid"]))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """After the tests' clean-up: a worker hands its events file to the controller; the controller (or a run
+    without workers) reads every file, and writes ``--urandom-report``."""
+    config = session.config
+    run = current(config)
+    if run is not None and run.has_records():
+        records = run.records()
+        workeroutput = getattr(config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput["urandom_shim"] = {
+                "path": records.path, "start": records.start, "own": records.own, "pid": os.getpid()
+            }  # fmt: skip
+            return
+        _collected(config).add(records.path, records.start, records.own, os.getpid())
+        _collected(config).local = records  # read as the run went: a file a test emptied loses nothing
+    if hasattr(config, "workerinput"):
+        return
+    collected = config.stash.get(_COLLECTED, None)
+    found = options(config)
+    if collected is None and found.report_path is None:
+        return
+    collected = _collected(config)
+    collected.outcomes = _outcomes(config)
+    try:
+        collected.report = build(config, collected)
+        collected.lines = lines(config, collected.report, collected.outcomes)
+    except Exception as exc:  # noqa: BLE001 - a summary must never fail a run
+        collected.lines = [_messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
+        return
+    if found.report_path is not None:
+        import json
+
+        try:
+            with open(found.report_path, "w", encoding="utf-8") as file:
+                json.dump(collected.report, file, indent=1)
+                file.write("\n")
+        except OSError as exc:
+            collected.lines.append(_messages.PLUGIN_REPORT_UNWRITTEN.format(path=found.report_path, error=exc))
+        else:
+            collected.lines.append(_messages.PLUGIN_REPORT_WRITTEN.format(path=found.report_path))
+
+
+def _outcomes(config: pytest.Config) -> dict[str, str]:
+    """Each test's outcome, as the terminal reporter counted them (pytest-xdist's workers' tests included)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    found: dict[str, str] = {}
+    for outcome in ("passed", "skipped", "xfailed", "xpassed", "failed", "error"):  # the worst last
+        for report in getattr(reporter, "stats", {}).get(outcome, ()):
+            nodeid = getattr(report, "nodeid", None)
+            if nodeid:
+                found[nodeid] = outcome
+    return found
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    collected = config.stash.get(_COLLECTED, None)
+    if collected is None or not collected.lines or options(config).policy is None:
+        if collected is not None and collected.lines and options(config).report_path is not None:
+            terminalreporter.write_line(collected.lines[-1])
+        return
+    terminalreporter.write_sep("=", "urandom-shim report")
+    for text in collected.lines:
+        terminalreporter.write_line(text)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """The run's own events files go, now that the summary has been printed; one you named stays."""
+    collected = config.stash.get(_COLLECTED, None)
+    if collected is not None:
+        for path, (_start, own) in collected.files.items():
+            Records(path, 0, own).remove()
+    run = current(config)
+    if run is not None and run.has_records() and not hasattr(config, "workerinput") and collected is None:
+        run.records().remove()
+
+
+# -- the report ------------------------------------------------------------------------------------------------------
+
+
+def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
+    """The run's findings, per test and per call site: what ``--urandom-report`` writes and the section shows."""
+    from ..report.verdict import RANK, verdict
+
+    found = options(config)
+    rootdir = str(config.rootpath)
+    records: list[Record] = []
+    skipped = 0
+    for path, (start, own) in collected.files.items():
+        reader = collected.local if collected.local is not None and collected.local.path == path else None
+        if reader is None:
+            reader = Records(path, start, own)
+        reader.read_new()
+        records.extend(reader.all)
+        skipped += reader.skipped
+    by_test: dict[str | None, list[Record]] = {}
+    for record in records:
+        test = record.get("test")
+        by_test.setdefault(test if isinstance(test, str) else None, []).append(record)
+    sites: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    tests = []
+    for test, mine in by_test.items():
+        found_calls = calls(mine)
+        worst: dict[str, str] = {}
+        for found_call in found_calls:
+            call = found_call.call
+            caller = absolute(call["caller"], rootdir)
+            key = (call["call"], caller, call["site"])
+            site = sites.setdefault(
+                key,
+                {"call": call["call"], "caller": caller, "site": call["site"], "tests": [], "under": {},
+                 "processes": [], "in_tests_process": False, "count": 0},
+            )  # fmt: skip
+            if test not in site["tests"]:
+                site["tests"].append(test)
+            site["count"] += call["count"]
+            if set(found_call.pids) & collected.pids:
+                site["in_tests_process"] = True
+            elif found_call.argv not in site["processes"]:
+                site["processes"].append(found_call.argv)
+            for policy, outcome in call["under"].items():
+                for table in (site["under"], worst):
+                    if RANK[outcome] > RANK.get(table.get(policy, "fine"), 0):
+                        table[policy] = outcome
+                    table.setdefault(policy, outcome)
+        longest = max((found_call.call["waited"] for found_call in found_calls), default=0.0)
+        tests.append({"test": test, "outcome": collected.outcomes.get(test or ""), "under": worst,
+                      "longest_wait": longest, "programs": _programs(mine)})  # fmt: skip
+    judged = verdict([_as_program(entry) for entry in tests if entry["test"] is not None])
+    for policy, said in judged.items():
+        said["text"] = _sentence(policy, said)
+    return {
+        "v": 1,
+        "policy": found.policy,
+        "policy_source": found.policy_source,
+        "mode": "report" if found.report_only else "enforce",
+        "files": [{"path": path, "start": start} for path, (start, _own) in collected.files.items()],
+        "tests_run": len(collected.outcomes),
+        "records": len(records),
+        "skipped": skipped,
+        "tests": tests,
+        "sites": sorted(sites.values(), key=lambda site: _severity(site, found.policy)),
+        "verdict": judged,
+    }
+
+
+def _as_program(entry: dict[str, Any]) -> Program:
+    """A test as the boot report's verdict counts a program: one machine, one boot."""
+    return {
+        "name": entry["test"], "unit": None, "program": None, "argv": None, "pids": [], "uids": [],
+        "first_call": None, "first_call_after_crng": None, "calls": [], "simulated": True, "under": entry["under"],
+        "longest_wait": entry["longest_wait"], "machines": 1, "boots": 1, "first_boots": 0, "later_boots": 0,
+        "images": {}, "kernels": {},
+    }  # fmt: skip
+
+
+def _programs(records: list[Record]) -> list[Program]:
+    """A test's records as ``urandom-shim report --json`` gives its programs."""
+    from ..report.verdict import group
+
+    return group(records, None)
+
+
+def _severity(site: dict[str, Any], policy: str | None) -> tuple[int, int]:
+    from ..report.verdict import RANK
+
+    outcome = site["under"].get(policy or "", "fine")
+    return (-RANK.get(outcome, 0), -len(site["tests"]))
+
+
+def _sentence(policy: str, said: PolicyVerdict) -> str:
+    parts = []
+    for tests, template in (
+        (said["raise"], _messages.PLUGIN_VERDICT_RAISE),
+        (said["weak"], _messages.PLUGIN_VERDICT_WEAK),
+        (said["wait"], _messages.PLUGIN_VERDICT_WAIT),
+    ):
+        if tests:
+            parts.append(template.format(tests=_count(len(tests))))
+    if not parts:
+        return _messages.PLUGIN_VERDICT_NOTHING.format(policy=policy)
+    return f"under {policy}, " + "; ".join(parts)
+
+
+def _count(number: int) -> str:
+    return f"{number} test" if number == 1 else f"{number} tests"
+
+
+def _more(names: list[str], shown: int) -> str:
+    listed = ", ".join(names[:shown])
+    return listed + (_messages.PLUGIN_AND_MORE.format(count=len(names) - shown) if len(names) > shown else "")
+
+
+# -- as text ---------------------------------------------------------------------------------------------------------
+
+
+def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = ()) -> list[str]:
+    """The section ``urandom-shim report``. Every string from a record is shown escaped. ``ran``: the tests of this
+    run, the only ones it offers to exempt (a record can name any)."""
+    from .._terminal import rows
+    from .records import command, place, shown
+
+    found = options(config)
+    policy = found.policy or ""
+    mode = _messages.PLUGIN_SUMMARY_REPORT_ONLY if found.report_only else ""
+    tests = [entry for entry in report["tests"] if entry["test"] is not None and (entry["test"] in ran or not ran)]
+    out = [
+        _messages.PLUGIN_SUMMARY_HEAD.format(
+            policy=policy,
+            source=found.policy_source,
+            mode=mode,
+            tests=len(tests),
+            run=_count(report["tests_run"]),
+            sites=len(report["sites"]),
+        )
+    ]
+    if report["skipped"]:
+        out.append(_messages.PLUGIN_SUMMARY_SKIPPED.format(count=report["skipped"]))
+    if not report["sites"]:
+        out.append(_messages.PLUGIN_SUMMARY_NOTHING.format(policy=policy))
+        return out
+    rootdir = str(config.rootpath)
+    matter = [site for site in report["sites"] if set(site["under"].values()) != {"fine"}]
+    failing: list[str] = []
+    for site in matter[:SITES_SHOWN]:
+        out.append("")
+        out.append(f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}")
+        named = [shown(test) if test is not None else _messages.PLUGIN_OUTSIDE_TESTS for test in site["tests"]]
+        where = []
+        if site["in_tests_process"]:
+            where.append(_messages.PLUGIN_IN_TESTS_PROCESSES)
+        if site["processes"]:
+            commands = [command(argv, rootdir) for argv in site["processes"]]
+            where.append(_messages.PLUGIN_IN_CHILDREN.format(commands=_more(commands, 2)))
+        table = [("in", "; ".join(where)), ("tests", f"{len(named)}: " + _more(named, TESTS_SHOWN))]
+        table.append(("would", ", ".join(f"{name} {WORDS[outcome]}" for name, outcome in site["under"].items())))
+        outcome = site["under"].get(policy, "fine")
+        fix = _fix(outcome, site, rootdir)
+        if fix:
+            table.append(("fix", fix))
+        if outcome in ("raise", "wait"):
+            failing.extend(t for t in site["tests"] if t is not None and t not in failing and (t in ran or not ran))
+        out.extend(rows(table, indent="  "))
+    if len(matter) > SITES_SHOWN:
+        out.append("")
+        out.append(_messages.PLUGIN_MORE_SITES.format(count=len(matter) - SITES_SHOWN))
+    fine = [site for site in report["sites"] if site not in matter]
+    if fine:
+        out.append("")
+        listed = [f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}" for site in fine]
+        out.append(_messages.PLUGIN_SUMMARY_FINE.format(sites=_more(listed, 3)))
+    out.append("")
+    out.append("Verdict:")
+    out.extend(f"  {shown(said['text'])}." for said in report["verdict"].values())
+    if failing:
+        out.append("")
+        out.append(_messages.PLUGIN_SUMMARY_EXEMPT.format(policy=policy, tests=_count(len(failing))))
+        files = []
+        for test in failing:
+            pattern = test.partition("::")[0]
+            if pattern not in files:
+                files.append(pattern)
+        out.append("  urandom_exempt =")
+        out.extend(f"      {shown(pattern)}" for pattern in files[:FILES_SHOWN])
+        if len(files) > FILES_SHOWN:
+            out.append("      " + _messages.PLUGIN_AND_MORE.format(count=len(files) - FILES_SHOWN).strip())
+    return out
+
+
+def _fix(outcome: str, site: dict[str, Any], rootdir: str) -> str:
+    """The fix that fits a call site, under the run's policy."""
+    from .records import place, shown
+
+    caller = str(site["caller"]) if isinstance(site["caller"], str) else "<?>"
+    path = caller.rpartition(":")[0]
+    line = shown(place(caller, rootdir))
+    if outcome == "raise":
+        if caller.startswith("<"):  # `python -c`, the REPL: no file to edit
+            return _messages.PLUGIN_FIX_RAISE_NO_FILE
+        if path.startswith(os.path.join(rootdir, "")) and "-packages" not in path:
+            return _messages.PLUGIN_FIX_RAISE.format(line=line)
+        return _messages.PLUGIN_FIX_RAISE_INSTALLED.format(line=line)
+    if outcome == "wait":
+        return _messages.PLUGIN_FIX_WAIT
+    if outcome == "weak":
+        return _messages.PLUGIN_FIX_WEAK
+    return ""
