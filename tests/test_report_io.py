@@ -833,3 +833,30 @@ def test_the_json_reference_names_what_a_call_carries() -> None:
     (programs,) = [line for line in table.splitlines() if line.startswith("| `programs`")]
     for name in ("`outcomes`", "`inferred`", "`timeout`", "`wait-then-raise`", "`under`"):
         assert name in programs, name
+
+
+def test_a_record_of_a_machine_without_a_machine_id_is_this_machines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An initramfs, a container or a busybox system has no /etc/machine-id: its records name the boot, not the
+    machine. One machine's report holds them as this machine's boot, so the kernel log's ``crng init done`` (of this
+    boot) is theirs, and the report says when the first call came before it (found by the real-kernel test)."""
+    here = _events.machine()
+    if here["boot_id"] is None:
+        pytest.skip("this machine's boot id can't be read")
+    monkeypatch.setattr(gather._kernel_log, "from_kernel_log", lambda boot_ids: (99999.0, "/dev/kmsg"))
+    ids = {"machine_id": None, "boot_id": here["boot_id"], "hostname": None, "simulated": None, "boot_time": 3.0}
+    found = [dict(record, **ids) for record in records(1)]
+    events = write(tmp_path / "events.jsonl", found)
+    _code, found_report = json_report("--events", str(events), "--no-journal")
+    assert found_report["crng_init_done"] == 99999.0
+    (boot,) = found_report["boots"]
+    assert (boot["machine_id"], boot["boot_id"], boot["crng_init_done"]) == (
+        here["machine_id"],
+        here["boot_id"],
+        99999.0,
+    )
+    assert found_report["programs"] and all(
+        program["first_call_after_crng"] is not None and program["first_call_after_crng"] < 0
+        for program in found_report["programs"]
+    ), found_report["programs"]

@@ -231,9 +231,11 @@ def _read_events(
         records += len(read["events"])
         for event in read["events"]:
             ids = (_fleet.text_field(event.get("machine_id")), _fleet.text_field(event.get("boot_id")))
-            if ids == (None, None) and here is not None:
-                boot = _fleet.boot_of(boots, *here)
-            else:  # records that name no machine: the file is one machine's, unnamed
+            if ids[0] is None and here is not None:
+                # One machine's report: a record that names no machine is this machine's (one without
+                # /etc/machine-id, as an initramfs or a container has), of the boot it names, else of this boot.
+                boot = _fleet.boot_of(boots, here[0], ids[1] or here[1])
+            else:  # a fleet's records that name no machine: the file is one machine's, unnamed
                 boot = _fleet.boot_of(boots, *ids, machine=None if ids[0] else f"file {path}")
             _fleet.note(boot, **event)
             boot["file_events"].append(event)
