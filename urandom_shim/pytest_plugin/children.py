@@ -21,6 +21,7 @@ import time
 import pytest
 
 from .. import _messages
+from .._events import test_key
 from .options import OPTION, options
 from .records import command, place, shown
 
@@ -102,6 +103,7 @@ class _Active:
 
     def __init__(self, state: Test, policy_source: str) -> None:
         self.nodeid = state.nodeid
+        self.key = test_key(state.nodeid)  # as its records name it
         self.thread = state.thread
         self.state = state
         self.suspects: dict[int, _Suspect] = {}
@@ -204,7 +206,7 @@ class Watch:
                 pid = record.get("pid")
                 if (
                     record.get("action") in REFUSALS
-                    and record.get("test") == active.nodeid
+                    and record.get("test") == active.key
                     and isinstance(pid, int)
                     and pid != own
                     and pid not in active.suspects

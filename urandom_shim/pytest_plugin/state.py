@@ -34,7 +34,7 @@ def variables() -> tuple[str, ...]:
 
     return (
         *_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND, _events.LINES_VARIABLE,
-        _config.ENV_GIVEN_AS,
+        _config.ENV_GIVEN_AS, _events.PLUGIN_TEST_VARIABLE,
     )  # fmt: skip
 
 
@@ -121,6 +121,9 @@ class TestState:
         self.saved_env = {name: os.environ.get(name) for name in variables()}
         self.saved_state = _state.snapshot()
         self.saved_namespaces = _snapshot()
+        from .._events import PLUGIN_TEST_VARIABLE
+
+        os.environ[PLUGIN_TEST_VARIABLE] = nodeid  # names the test in its records, whatever becomes of pytest's own
         self.overrides: dict[str, Any] | None = None
         self.flag: str | None = None
         self.timers: list[Any] = []

@@ -161,10 +161,14 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
         reader.read_new()
         records.extend(reader.all)
         skipped += reader.skipped
+    from .._events import test_key
+
+    whole = {test_key(nodeid): nodeid for nodeid in collected.outcomes}  # a long node id, as records cut it
     by_test: dict[str | None, list[Record]] = {}
     for record in records:
         test = record.get("test")
-        by_test.setdefault(test if isinstance(test, str) else None, []).append(record)
+        name = whole.get(test, test) if isinstance(test, str) else None
+        by_test.setdefault(name, []).append(record)
     sites: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
     tests = []
     for test, mine in by_test.items():

@@ -1,0 +1,103 @@
+"""The pytest plugin against issue 46's second hostile pass: the watch over a test's children stays sighted whatever
+the test's node id, its environment or pytester do to pytest's own variables; an events file the run can't write is
+said, never read as a clean run; a nested pytester run leaves the outer run's project alone.
+
+Each test runs a small suite with pytest in a real venv of the real wheel, as in a user's project.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Venv, our_variables
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def suite(venvs: Any, python: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``suite(*args, env=...)``: pytest in the plugin venv on the files this test made; pytester's RunResult."""
+    for name in (*our_variables(), "URANDOM_SHIM_TEST"):
+        monkeypatch.delenv(name, raising=False)
+    venv: Venv = venvs(python, "pytest")
+
+    def run(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> pytest.RunResult:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        return pytester.run(str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=timeout)
+
+    return run
+
+
+SERVER = """\
+import os, sys, time
+key = os.urandom(32)
+open(sys.argv[1], "w").write("up")
+time.sleep(60)
+"""
+
+# Each test polls for a server that dies of the policy; 20 s stands in for werkzeug's wait that never ends.
+POLLING = """\
+import os, subprocess, sys, time, pytest
+
+pytest_plugins = ["pytester"]
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server.py")  # pytester changes directory
+
+
+def poll(portfile, child):
+    try:
+        deadline = time.monotonic() + 20
+        while not portfile.exists():
+            assert time.monotonic() < deadline, "polled 20 s: the watch was blind"
+            time.sleep(0.05)
+    finally:
+        child.terminate()
+        child.wait()
+
+
+@pytest.mark.parametrize("n", [pytest.param(1, id="x" * 350), pytest.param(2, id="x" * 349 + "y")])
+def test_long_node_id(tmp_path, n):
+    poll(tmp_path / "port", subprocess.Popen([sys.executable, SERVER, str(tmp_path / "port")]))
+
+
+def test_after_a_pytester_run(pytester, tmp_path):
+    pytester.makepyfile(test_inner="def test_inner():\\n    pass\\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert "PYTEST_CURRENT_TEST" not in os.environ  # pytester popped it
+    poll(tmp_path / "port", subprocess.Popen([sys.executable, SERVER, str(tmp_path / "port")]))
+
+
+def test_child_without_pytests_variables(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    poll(tmp_path / "port", subprocess.Popen([sys.executable, SERVER, str(tmp_path / "port")], env=env))
+"""
+
+
+def test_the_watch_names_the_test_past_a_long_node_id_pytester_and_a_stripped_environment(
+    pytester: pytest.Pytester, suite: Any, tmp_path: Path
+) -> None:
+    pytester.makepyfile(server=SERVER, test_polling=POLLING)
+    report = tmp_path / "report.json"
+    result = suite("--urandom-policy=pep522", "--tb=line", f"--urandom-report={report}", timeout=60)
+    out = result.stdout.str()
+    assert result.parseoutcomes().get("failed") == 4, out[-4000:]
+    assert "the watch was blind" not in out, out[-4000:]
+    assert out.count("urandom-shim: the test's child process `python ") >= 4, out[-4000:]
+    assert result.duration < 15, result.duration
+    tests = {entry["test"]: entry["outcome"] for entry in json.loads(report.read_text())["tests"]}
+    long_ids = [f"test_polling.py::test_long_node_id[{'x' * 350}]", f"test_polling.py::test_long_node_id[{'x' * 349}y]"]
+    assert {name: tests.get(name) for name in long_ids} == dict.fromkeys(long_ids, "failed"), list(tests)
+    assert tests.get("test_polling.py::test_after_a_pytester_run") == "failed", list(tests)
+    assert tests.get("test_polling.py::test_child_without_pytests_variables") == "failed", list(tests)
+    assert None not in tests, list(tests)  # no record "(outside any test)"
+
+
+def test_a_long_node_id_is_kept_apart_in_its_records() -> None:
+    from urandom_shim._events import MAX_TEST, test_key
+
+    one, other = "t.py::t[" + "x" * 400 + "]", "t.py::t[" + "x" * 399 + "y]"
+    assert len(test_key(one)) == MAX_TEST and test_key(one) != test_key(other)
+    assert test_key(one) == test_key(one) and test_key("t.py::t") == "t.py::t"
