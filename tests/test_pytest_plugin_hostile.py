@@ -101,3 +101,20 @@ def test_a_long_node_id_is_kept_apart_in_its_records() -> None:
     one, other = "t.py::t[" + "x" * 400 + "]", "t.py::t[" + "x" * 399 + "y]"
     assert len(test_key(one)) == MAX_TEST and test_key(one) != test_key(other)
     assert test_key(one) == test_key(one) and test_key("t.py::t") == "t.py::t"
+
+
+def test_an_events_file_the_run_cant_write_is_said_and_the_run_keeps_its_own(
+    pytester: pytest.Pytester, suite: Any, tmp_path: Path
+) -> None:
+    pytester.makepyfile(test_own="import os\n\n\ndef test_a():\n    os.urandom(8)\n\n\ndef test_b():\n    os.urandom(8)\n")
+    missing = tmp_path / "no-such-directory" / "events.jsonl"
+    for args in (("--urandom-report-only",), ("--urandom-report-only", "-n", "2")):
+        result = suite("--urandom-policy=pep522", *args, env={"URANDOM_SHIM_EVENTS": str(missing)})
+        flat = " ".join(result.stdout.str().split())
+        assert (
+            f"urandom-shim: URANDOM_SHIM_EVENTS names {missing}, which this run can't write (No such file or "
+            "directory); the run's records went to a file of its own" in flat
+        ), flat[-3000:]
+        assert flat.count("which this run can't write") == 1, flat[-3000:]
+        assert "2 of 2 tests asked for randomness" in flat and "Nothing to change" not in flat, flat[-3000:]
+        assert not missing.parent.exists()

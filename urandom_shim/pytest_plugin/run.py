@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from .. import _messages
 from .options import options
 
 TYPE_CHECKING = False
@@ -32,6 +33,8 @@ class Run:
         self._watch: Watch | None = None
         self._flags: list[str] = []
         self._lock = threading.Lock()
+        #: What the end-of-run section says first: a problem with what you gave the run (``urandom-shim:`` lines).
+        self.problems: list[str] = []
 
     def directory(self) -> str:
         """The run's own directory, made on first use in pytest's temporary directory for this run."""
@@ -45,13 +48,16 @@ class Run:
 
     def records(self) -> Records:
         """The run's events: in the file ``URANDOM_SHIM_EVENTS`` names, if you set one (it is yours, and stays), else
-        in the run's directory."""
+        in the run's directory; in the run's directory too if yours can't be written, which the report says."""
         with self._lock:
             if self._records is None:
-                from .records import Records, size, users_events_file
+                from .records import Records, size, unwritable, users_events_file
 
                 mine = users_events_file()
-                if mine is not None:
+                why = None if mine is None else unwritable(mine)
+                if why is not None:  # a file nothing reaches: said at the end, and the run keeps its own
+                    self.problems.append(_messages.PLUGIN_EVENTS_UNWRITABLE.format(path=mine, error=why))
+                if mine is not None and why is None:
                     self._records = Records(mine, start=size(mine), own=False)
                 else:
                     self._records = Records(os.path.join(self.directory(), "events.jsonl"), start=0, own=True)

@@ -41,8 +41,13 @@ class _Collected:
         #: This process's own records, when it ran the tests itself (no pytest-xdist workers).
         self.local: Records | None = None
         self.lines: list[str] = []
+        #: What the processes that ran tests found wrong with what the run was given (``urandom-shim:`` lines).
+        self.problems: list[str] = []
 
-    def add(self, path: str, start: int, own: bool, pid: int) -> None:
+    def add(self, path: str, start: int, own: bool, pid: int, problems: object = ()) -> None:
+        for problem in problems if isinstance(problems, list) else ():
+            if isinstance(problem, str) and problem not in self.problems:
+                self.problems.append(problem)
         known = self.files.get(path)
         self.files[path] = (start if known is None else min(start, known[0]), own)
         self.pids.add(pid)
@@ -63,7 +68,9 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     """pytest-xdist: a worker is done; its events file comes with its output."""
     sent = getattr(node, "workeroutput", {}).get("urandom_shim")
     if isinstance(sent, dict):
-        _collected(node.config).add(str(sent["path"]), int(sent["start"]), bool(sent["own"]), int(sent["pid"]))
+        _collected(node.config).add(
+            str(sent["path"]), int(sent["start"]), bool(sent["own"]), int(sent["pid"]), sent.get("problems")
+        )
 
 
 @pytest.hookimpl(trylast=True)
@@ -77,10 +84,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput = getattr(config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["urandom_shim"] = {
-                "path": records.path, "start": records.start, "own": records.own, "pid": os.getpid()
+                "path": records.path, "start": records.start, "own": records.own, "pid": os.getpid(),
+                "problems": run.problems,
             }  # fmt: skip
             return
-        _collected(config).add(records.path, records.start, records.own, os.getpid())
+        _collected(config).add(records.path, records.start, records.own, os.getpid(), run.problems)
         _collected(config).local = records  # read as the run went: a file a test emptied loses nothing
     if hasattr(config, "workerinput"):
         return
@@ -92,9 +100,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collected.outcomes = _outcomes(config)
     try:
         collected.report = build(config, collected)
-        collected.lines = lines(config, collected.report, collected.outcomes)
+        collected.lines = [*collected.problems, *lines(config, collected.report, collected.outcomes)]
     except Exception as exc:  # noqa: BLE001 - a summary must never fail a run
-        collected.lines = [_messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
+        collected.lines = [*collected.problems, _messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
         return
     if found.report_path is not None:
         import json
