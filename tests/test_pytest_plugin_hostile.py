@@ -118,3 +118,34 @@ def test_an_events_file_the_run_cant_write_is_said_and_the_run_keeps_its_own(
         assert flat.count("which this run can't write") == 1, flat[-3000:]
         assert "2 of 2 tests asked for randomness" in flat and "Nothing to change" not in flat, flat[-3000:]
         assert not missing.parent.exists()
+
+
+NESTED = """\
+import os, pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_a_project_policy(system_rng):
+    system_rng.unready()
+    with pytest.raises(BlockingIOError):
+        os.urandom(1)  # pep522, from pyproject.toml
+
+
+def test_b_inline(pytester):
+    pytester.makepyfile(test_inner="def test_inner():\\n    pass\\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_c_project_policy_again(system_rng):
+    system_rng.unready()
+    with pytest.raises(BlockingIOError):
+        os.urandom(1)  # still the project's policy
+"""
+
+
+def test_a_nested_pytester_run_leaves_the_outer_runs_project(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(test_nested=NESTED)
+    pytester.makefile(".toml", pyproject='[tool.urandom-shim]\npolicy = "pep522"\n')
+    result = suite("-q")
+    assert result.parseoutcomes() == {"passed": 3}, result.stdout.str()[-3000:]
