@@ -149,3 +149,32 @@ def test_a_nested_pytester_run_leaves_the_outer_runs_project(pytester: pytest.Py
     pytester.makefile(".toml", pyproject='[tool.urandom-shim]\npolicy = "pep522"\n')
     result = suite("-q")
     assert result.parseoutcomes() == {"passed": 3}, result.stdout.str()[-3000:]
+
+
+IN_TEARDOWN = """\
+import os, subprocess, sys, time, pytest
+
+
+@pytest.fixture
+def slow_clean_up():
+    yield
+    for _ in range(30):  # 1.5 s of clean-up: the child's death falls due in it, past the watch's grace
+        time.sleep(0.05)
+
+
+def test_child_dies_and_the_test_ends_at_once(slow_clean_up):
+    subprocess.Popen([sys.executable, "-c", "import os; os.urandom(1)"], stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+
+
+def test_exempt_after_it():
+    assert len(os.urandom(1)) == 1
+    left = {"URANDOM_POLICY", "URANDOM_SHIM_SIMULATE", "URANDOM_SHIM_EVENTS", "URANDOM_SHIM_TEST"} & set(os.environ)
+    assert not left
+"""
+
+
+def test_no_failure_is_sent_into_a_tests_teardown(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(test_teardown=IN_TEARDOWN)
+    result = suite("--urandom-policy=pep522", "--urandom-exempt=*::test_exempt_after_it", "-rfE")
+    assert result.parseoutcomes() == {"passed": 2}, result.stdout.str()[-3000:]

@@ -146,7 +146,8 @@ class Watch:
             self._thread.start()
 
     def phase(self, nodeid: str, is_open: bool) -> None:
-        """A phase of the test (setup, call, teardown) begins or ends: only inside one is a failure sent."""
+        """The test's setup or call begins or ends: only inside one is a failure sent (never in teardown). Called in
+        the test's thread from the phase's own hook, so that a failure that falls due here is still the phase's."""
         with self._lock:
             active = self._active
             if active is None or active.nodeid != nodeid:
