@@ -8,6 +8,7 @@ Each test runs a small suite with pytest in a real venv of the real wheel, as in
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -178,3 +179,29 @@ def test_no_failure_is_sent_into_a_tests_teardown(pytester: pytest.Pytester, sui
     pytester.makepyfile(test_teardown=IN_TEARDOWN)
     result = suite("--urandom-policy=pep522", "--urandom-exempt=*::test_exempt_after_it", "-rfE")
     assert result.parseoutcomes() == {"passed": 2}, result.stdout.str()[-3000:]
+
+
+def test_report_only_keeps_the_configurations_problems_off_a_childs_stderr_and_says_them_once(
+    pytester: pytest.Pytester, suite: Any
+) -> None:
+    pytester.makefile(".toml", pyproject='[tool.urandom-shim]\ntimeout = "soon"\n')
+    pytester.makepyfile(
+        test_cfg="""\
+import os, subprocess, sys
+
+
+def test_child_stderr():
+    result = subprocess.run([sys.executable, "-c", "import os; os.urandom(4)"], capture_output=True, text=True)
+    assert result.stderr == ""
+
+
+def test_own_stderr(capfd):
+    os.urandom(4)
+    assert capfd.readouterr().err == ""
+"""
+    )
+    result = suite("--urandom-policy=pep522", "--urandom-report-only")
+    flat = " ".join(result.stdout.str().split())
+    assert result.parseoutcomes() == {"passed": 2}, flat[-3000:]
+    said = "[tool.urandom-shim]: timeout = 'soon' is not a valid timeout"
+    assert flat.count(said) == 1 and re.search(r"urandom-shim report =+ urandom-shim: ", flat), flat[-3000:]

@@ -70,10 +70,14 @@ class Run:
         return self._watch
 
     def child_environment(self) -> dict[str, str]:
-        """The variables every process of a test gets besides its settings: event lines off stderr, unless asked."""
-        from .. import _events
+        """The variables every process of a test gets besides its settings: event lines off stderr, unless asked; and
+        in a report-only run, the configuration's problem lines too (the run's report says them once)."""
+        from .. import _config, _events
 
-        return {} if self.options.stderr else {_events.LINES_VARIABLE: "0"}
+        found = {} if self.options.stderr else {_events.LINES_VARIABLE: "0"}
+        if self.options.report_only:
+            found[_config.ENV_PROBLEM_LINES] = "0"
+        return found
 
     def new_flag(self) -> str:
         """A new file whose existence keeps a simulated kernel CRNG unready (``unready-until-file:``)."""

@@ -34,7 +34,7 @@ def variables() -> tuple[str, ...]:
 
     return (
         *_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND, _events.LINES_VARIABLE,
-        _config.ENV_GIVEN_AS, _events.PLUGIN_TEST_VARIABLE,
+        _config.ENV_GIVEN_AS, _events.PLUGIN_TEST_VARIABLE, _config.ENV_PROBLEM_LINES,
     )  # fmt: skip
 
 
@@ -164,7 +164,7 @@ class TestState:
         sources = {} if self.own_events else {"events": RECORDS_SOURCE}
         if self.origin == OPTION:
             sources = options(self.run.config).sources()
-        settings = self._activation.apply(dict(overrides), self.origin)
+        settings = self._activation.apply(dict(overrides), self.origin, not self.run.options.report_only)
         relabel(settings, sources, self.origin)
 
     # -- the simulated kernel --------------------------------------------------------------------------------------
@@ -304,7 +304,7 @@ class Suite:
         else:
             os.environ[_simulation.ENV] = previous
         _readiness.reset()
-        settings = _activation.apply(dict(self.overrides), self.options.policy_source)
+        settings = _activation.apply(dict(self.overrides), self.options.policy_source, not self.options.report_only)
         relabel(settings, self.options.sources(), self.options.policy_source)
         self.engine = _state.state.engine
         self.simulation = simulation

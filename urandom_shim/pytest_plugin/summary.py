@@ -98,6 +98,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     collected = _collected(config)
     collected.outcomes = _outcomes(config)
+    if found.report_only and found.policy is not None:
+        collected.problems.extend(_configuration_problems(found))
     try:
         collected.report = build(config, collected)
         collected.lines = [*collected.problems, *lines(config, collected.report, collected.outcomes)]
@@ -115,6 +117,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             collected.lines.append(_messages.PLUGIN_REPORT_UNWRITTEN.format(path=found.report_path, error=exc))
         else:
             collected.lines.append(_messages.PLUGIN_REPORT_WRITTEN.format(path=found.report_path))
+
+
+def _configuration_problems(found: Any) -> list[str]:
+    """The problems of the project's configuration, which a report-only run keeps off its tests' stderr."""
+    from .._config import resolve
+
+    try:
+        _settings, problems = resolve(overrides=found.overrides(), overrides_source=found.policy_source)
+    except Exception:  # noqa: BLE001 - the report must never break a run
+        return []
+    return [_messages.line(problem) for problem in _messages.bounded(problems)]
 
 
 def _outcomes(config: pytest.Config) -> dict[str, str]:
