@@ -205,3 +205,25 @@ def test_own_stderr(capfd):
     assert result.parseoutcomes() == {"passed": 2}, flat[-3000:]
     said = "[tool.urandom-shim]: timeout = 'soon' is not a valid timeout"
     assert flat.count(said) == 1 and re.search(r"urandom-shim report =+ urandom-shim: ", flat), flat[-3000:]
+
+
+def test_the_end_of_run_section_costs_no_more_than_its_call_sites(tmp_path: Path) -> None:
+    import time
+    from types import SimpleNamespace
+
+    from urandom_shim.pytest_plugin import options, summary
+
+    config: Any = SimpleNamespace(stash=pytest.Stash(), rootpath=tmp_path)
+    config.stash[options._OPTIONS] = SimpleNamespace(policy="pep522", report_only=True, policy_source="--urandom-policy")
+    raising = {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"}
+    fine = dict.fromkeys(raising, "fine")
+    sites = [
+        {"call": "os.urandom(1)", "caller": f"{tmp_path}/test_s.py:{n}", "site": "urandom", "tests": [f"t{n}.py::t"],
+         "under": raising if n % 2 else fine, "processes": [], "in_tests_process": True, "count": 1}
+        for n in range(20000)
+    ]  # fmt: skip
+    report = {"tests": [], "sites": sites, "skipped": 0, "tests_run": 20000, "verdict": {}}
+    started = time.monotonic()
+    out = summary.lines(config, report, {f"t{n}.py::t": "passed" for n in range(20000)})
+    assert time.monotonic() - started < 4.0  # each site looked at a few times, not once per other site
+    assert "  urandom_exempt =" in out and any(line.startswith("Also reached, with nothing to see") for line in out)

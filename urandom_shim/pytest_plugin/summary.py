@@ -191,6 +191,7 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
         name = whole.get(test, test) if isinstance(test, str) else None
         by_test.setdefault(name, []).append(record)
     sites: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    seen: dict[tuple[Any, Any, Any], tuple[set[str | None], set[str]]] = {}  # each site's tests and argvs, as sets
     tests = []
     for test, mine in by_test.items():
         found_calls = calls(mine)
@@ -204,12 +205,15 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
                 {"call": call["call"], "caller": caller, "site": call["site"], "tests": [], "under": {},
                  "processes": [], "in_tests_process": False, "count": 0},
             )  # fmt: skip
-            if test not in site["tests"]:
+            named, argvs = seen.setdefault(key, (set(), set()))
+            if test not in named:
+                named.add(test)
                 site["tests"].append(test)
             site["count"] += call["count"]
-            if set(found_call.pids) & collected.pids:
+            if not collected.pids.isdisjoint(found_call.pids):
                 site["in_tests_process"] = True
-            elif found_call.argv not in site["processes"]:
+            elif repr(found_call.argv) not in argvs:
+                argvs.add(repr(found_call.argv))
                 site["processes"].append(found_call.argv)
             for policy, outcome in call["under"].items():
                 for table in (site["under"], worst):
@@ -315,6 +319,7 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
     rootdir = str(config.rootpath)
     matter = [site for site in report["sites"] if set(site["under"].values()) != {"fine"}]
     failing: list[str] = []
+    listed: set[str] = set()
     for site in matter[:SITES_SHOWN]:
         out.append("")
         out.append(f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}")
@@ -332,27 +337,27 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
         if fix:
             table.append(("fix", fix))
         if outcome in ("raise", "wait"):
-            failing.extend(t for t in site["tests"] if t is not None and t not in failing and (t in ran or not ran))
+            for test in site["tests"]:
+                if test is not None and test not in listed and (test in ran or not ran):
+                    listed.add(test)
+                    failing.append(test)
         out.extend(rows(table, indent="  "))
     if len(matter) > SITES_SHOWN:
         out.append("")
         out.append(_messages.PLUGIN_MORE_SITES.format(count=len(matter) - SITES_SHOWN))
-    fine = [site for site in report["sites"] if site not in matter]
+    mattering = {id(site) for site in matter}
+    fine = [site for site in report["sites"] if id(site) not in mattering]
     if fine:
         out.append("")
-        listed = [f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}" for site in fine]
-        out.append(_messages.PLUGIN_SUMMARY_FINE.format(sites=_more(listed, 3)))
+        listed_fine = [f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}" for site in fine]
+        out.append(_messages.PLUGIN_SUMMARY_FINE.format(sites=_more(listed_fine, 3)))
     out.append("")
     out.append("Verdict:")
     out.extend(f"  {shown(said['text'])}." for said in report["verdict"].values())
     if failing:
         out.append("")
         out.append(_messages.PLUGIN_SUMMARY_EXEMPT.format(policy=policy, tests=_count(len(failing))))
-        files = []
-        for test in failing:
-            pattern = test.partition("::")[0]
-            if pattern not in files:
-                files.append(pattern)
+        files = list(dict.fromkeys(test.partition("::")[0] for test in failing))
         out.append("  urandom_exempt =")
         out.extend(f"      {shown(pattern)}" for pattern in files[:FILES_SHOWN])
         if len(files) > FILES_SHOWN:
