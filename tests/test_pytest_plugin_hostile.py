@@ -107,7 +107,9 @@ def test_a_long_node_id_is_kept_apart_in_its_records() -> None:
 def test_an_events_file_the_run_cant_write_is_said_and_the_run_keeps_its_own(
     pytester: pytest.Pytester, suite: Any, tmp_path: Path
 ) -> None:
-    pytester.makepyfile(test_own="import os\n\n\ndef test_a():\n    os.urandom(8)\n\n\ndef test_b():\n    os.urandom(8)\n")
+    pytester.makepyfile(
+        test_own="import os\n\n\ndef test_a():\n    os.urandom(8)\n\n\ndef test_b():\n    os.urandom(8)\n"
+    )
     missing = tmp_path / "no-such-directory" / "events.jsonl"
     for args in (("--urandom-report-only",), ("--urandom-report-only", "-n", "2")):
         result = suite("--urandom-policy=pep522", *args, env={"URANDOM_SHIM_EVENTS": str(missing)})
@@ -214,7 +216,9 @@ def test_the_end_of_run_section_costs_no_more_than_its_call_sites(tmp_path: Path
     from urandom_shim.pytest_plugin import options, summary
 
     config: Any = SimpleNamespace(stash=pytest.Stash(), rootpath=tmp_path)
-    config.stash[options._OPTIONS] = SimpleNamespace(policy="pep522", report_only=True, policy_source="--urandom-policy")
+    config.stash[options._OPTIONS] = SimpleNamespace(
+        policy="pep522", report_only=True, policy_source="--urandom-policy"
+    )
     raising = {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"}
     fine = dict.fromkeys(raising, "fine")
     sites = [

@@ -598,7 +598,11 @@ def start_unready() -> None:
     else:
         settings, problems = _config.resolve()
     # The command line reports them itself; a report-only pytest run says them in its report.
-    if followed is None and not os.environ.get(_config.ENV_LAUNCHER) and os.environ.get(_config.ENV_PROBLEM_LINES) != "0":
+    if (
+        followed is None
+        and not os.environ.get(_config.ENV_LAUNCHER)
+        and os.environ.get(_config.ENV_PROBLEM_LINES) != "0"
+    ):
         for problem in bounded(problems):
             emit(problem)
     _hooks.add_wait_for_system_rng()

@@ -286,7 +286,7 @@ def test_key(nodeid: str) -> str:
     digest = 0x811C9DC5  # FNV-1a: the same in every process, and no import
     for char in nodeid:
         digest = ((digest ^ ord(char)) * 0x01000193) & 0xFFFFFFFF
-    return "{}…{:08x}".format(nodeid[: MAX_TEST - 9], digest)
+    return f"{nodeid[: MAX_TEST - 9]}…{digest:08x}"
 
 
 def flush() -> None:

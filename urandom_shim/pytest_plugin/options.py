@@ -167,7 +167,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # `pytest` and `python -m pytest`, and from any subdirectory.
     from .. import _sources
 
-    config.stash[_OUTER_ROOT] = _sources.state.project_root  # a run nested in another's (pytester) gives it back
+    config.stash[_OUTER_ROOT] = _sources.project_root()  # a run nested in another's (pytester) gives it back
     inipath = getattr(config, "inipath", None)
     if inipath is not None:
         _sources.set_project_root(str(inipath.parent), _messages.RULE_PYTEST_CONFIG_FILE.format(inipath=inipath))
@@ -239,4 +239,5 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """The project is again what it was before this run: none, or the outer run's, for a run pytester nested in it."""
     from .. import _sources
 
-    _sources.state.project_root = config.stash.get(_OUTER_ROOT, None)
+    outer = config.stash.get(_OUTER_ROOT, None)
+    _sources.set_project_root(*(outer or (None,)))
