@@ -231,3 +231,36 @@ def test_the_end_of_run_section_costs_no_more_than_its_call_sites(tmp_path: Path
     out = summary.lines(config, report, {f"t{n}.py::t": "passed" for n in range(20000)})
     assert time.monotonic() - started < 4.0  # each site looked at a few times, not once per other site
     assert "  urandom_exempt =" in out and any(line.startswith("Also reached, with nothing to see") for line in out)
+
+
+WRAPPED = """\
+import os, subprocess, sys, time
+
+SERVER = os.path.abspath("server.py")
+
+
+def test_a_server_behind_a_wrapper_that_lives_on(tmp_path):
+    child = subprocess.Popen(["sh", "-c", f"{sys.executable} {SERVER} {tmp_path}/port; sleep 30"])
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "port").exists():
+            assert time.monotonic() < deadline, "polled 20 s: the watch was blind"
+            time.sleep(0.05)
+    finally:
+        child.terminate()
+        child.wait()
+
+
+def test_a_server_that_catches_the_refusal_behind_a_wrapper_is_no_finding():
+    code = "import os\\ntry:\\n    os.urandom(1)\\nexcept BlockingIOError:\\n    pass\\n"
+    subprocess.run(["sh", "-c", f"{sys.executable} -c '{code}'; sleep 1"], check=True)
+"""
+
+
+def test_a_process_the_policy_killed_behind_a_wrapper_fails_its_test(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(server=SERVER, test_wrapped=WRAPPED)
+    result = suite("--urandom-policy=pep522", "--tb=line", timeout=60)
+    out = result.stdout.str()
+    assert result.parseoutcomes() == {"failed": 1, "passed": 1}, out[-3000:]
+    assert "the watch was blind" not in out and result.duration < 15, out[-3000:]
+    assert "Failed: urandom-shim: the test's child process `python " in out, out[-3000:]

@@ -75,9 +75,20 @@ class Run:
         from .. import _config, _events
 
         found = {} if self.options.stderr else {_events.LINES_VARIABLE: "0"}
+        found[_config.ENV_EXIT_NOTES] = self.exit_notes()
         if self.options.report_only:
             found[_config.ENV_PROBLEM_LINES] = "0"
         return found
+
+    def exit_notes(self) -> str:
+        """The directory where a test's process that a refusal ended, uncaught, leaves a note named by its pid (the
+        shim writes it): the watch sees such a death even when a process other than the test reaped it."""
+        path = os.path.join(self.directory(), "exits")
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        return path
 
     def new_flag(self) -> str:
         """A new file whose existence keeps a simulated kernel CRNG unready (``unready-until-file:``)."""
@@ -91,7 +102,7 @@ class Run:
         if self._watch is None:
             from .children import Watch
 
-            self._watch = Watch(self.records, self.config)
+            self._watch = Watch(self.records, self.config, self.exit_notes())
         return self._watch
 
     def begin(self, state: Test) -> None:
@@ -106,6 +117,15 @@ class Run:
         for path in self._flags:
             try:
                 os.unlink(path)
+            except OSError:
+                pass
+        if self._directory is not None:
+            from .children import clear
+
+            notes = os.path.join(self._directory, "exits")
+            clear(notes)
+            try:
+                os.rmdir(notes)
             except OSError:
                 pass
 

@@ -34,7 +34,7 @@ def variables() -> tuple[str, ...]:
 
     return (
         *_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND, _events.LINES_VARIABLE,
-        _config.ENV_GIVEN_AS, _events.PLUGIN_TEST_VARIABLE, _config.ENV_PROBLEM_LINES,
+        _config.ENV_GIVEN_AS, _events.PLUGIN_TEST_VARIABLE, _config.ENV_PROBLEM_LINES, _config.ENV_EXIT_NOTES,
     )  # fmt: skip
 
 
@@ -121,6 +121,7 @@ class TestState:
         self.saved_env = {name: os.environ.get(name) for name in variables()}
         self.saved_state = _state.snapshot()
         self.saved_namespaces = _snapshot()
+        self.saved_excepthook = sys.excepthook  # a refusal in the test's process wraps it (_runtime)
         from .._events import PLUGIN_TEST_VARIABLE
 
         os.environ[PLUGIN_TEST_VARIABLE] = nodeid  # names the test in its records, whatever becomes of pytest's own
@@ -242,6 +243,7 @@ class TestState:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        sys.excepthook = self.saved_excepthook
         self._state.restore(self.saved_state)  # takes out the test's engine, and puts back whatever was in force
         _restore(self.saved_namespaces)
         if self.suite is not None:
