@@ -597,7 +597,12 @@ def start_unready() -> None:
         settings = followed
     else:
         settings, problems = _config.resolve()
-    if followed is None and not os.environ.get(_config.ENV_LAUNCHER):  # the command line reports them itself
+    # The command line reports them itself; a report-only pytest run says them in its report.
+    if (
+        followed is None
+        and not os.environ.get(_config.ENV_LAUNCHER)
+        and os.environ.get(_config.ENV_PROBLEM_LINES) != "0"
+    ):
         for problem in bounded(problems):
             emit(problem)
     _hooks.add_wait_for_system_rng()
@@ -653,9 +658,10 @@ def activate(
     return apply(overrides, "urandom_shim.activate()")
 
 
-def apply(overrides: "Mapping[str, object]", source: str) -> "Settings":
+def apply(overrides: "Mapping[str, object]", source: str, say_problems: bool = True) -> "Settings":
     """:func:`activate`, with ``source`` naming where the values came from in every message (the pytest plugin
-    passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value, before anything changes."""
+    passes ``--urandom-policy`` or its marker). Raises ValueError for a bad value, before anything changes.
+    ``say_problems=False``: the caller says the configuration's problems itself (the plugin's report-only run)."""
     for key, value in overrides.items():
         try:
             _config.KEYS[key].read(value, from_text=False)
@@ -663,7 +669,7 @@ def apply(overrides: "Mapping[str, object]", source: str) -> "Settings":
             raise ValueError(f"{source}: {key}={_config.as_invalid(value, key, exc)}") from None
     # The same resolution as at start-up, with these values on top: so the machine's floor holds here too.
     settings, problems = _config.resolve(overrides=overrides, overrides_source=source)
-    for problem in bounded(problems):
+    for problem in bounded(problems) if say_problems else ():
         emit(problem)
     deactivate()
     if state.activated_by is None:

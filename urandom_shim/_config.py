@@ -59,6 +59,12 @@ ENV_DISABLE = "URANDOM_SHIM_DISABLE"
 ENV_GIVEN_AS = "URANDOM_SHIM_GIVEN_AS"
 ENV_SIMULATE = "URANDOM_SHIM_SIMULATE"  # read by urandom_shim._simulation
 ENV_WAIT_BOUND = "URANDOM_SHIM_WAIT_BOUND"  # read by urandom_shim._simulation, set by the pytest plugin
+#: ``0``: the problem lines of this process's configuration are left to the pytest plugin's report (set by the
+#: plugin in report-only runs for the tests' processes, which must see nothing the shim would not show them).
+ENV_PROBLEM_LINES = "URANDOM_SHIM_PROBLEM_LINES"
+#: A directory the pytest plugin names for its tests' processes: one whose refusal goes uncaught leaves a file there,
+#: named by its pid, so that the plugin knows it died of the policy even when another process reaped it.
+ENV_EXIT_NOTES = "URANDOM_SHIM_EXIT_NOTES"
 ENV_DEBUG = "URANDOM_SHIM_DEBUG"
 ENV_HASHSEED = "URANDOM_SHIM_HASHSEED"  # urandom_shim._hashseed's mark
 ENV_LAUNCHER = "URANDOM_SHIM_LAUNCHER"  # set by bin/urandom-shim for the command line's own interpreter

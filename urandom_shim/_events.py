@@ -256,15 +256,37 @@ def ready_for_shutdown() -> None:
 
 
 def test_id() -> "str | None":
-    """The node id of the pytest test that made the call (in its own process or a child of it), else None."""
-    text = os.environ.get(TEST_VARIABLE)
+    """The node id of the pytest test that made the call (in its own process or a child of it), else None: the
+    pytest plugin's own variable first (pytester pops pytest's when its inner run ends, and a test may strip
+    ``PYTEST_*`` from a child's environment), then pytest's."""
+    text = os.environ.get(PLUGIN_TEST_VARIABLE)
     if not text:
-        return None
-    for phase in _PHASES:
-        if text.endswith(phase):
-            text = text[: -len(phase)]
-            break
-    return _sources.clip(text, 300)
+        text = os.environ.get(TEST_VARIABLE)
+        if not text:
+            return None
+        for phase in _PHASES:
+            if text.endswith(phase):
+                text = text[: -len(phase)]
+                break
+    return test_key(text)
+
+
+#: The variable the pytest plugin sets to the node id of the test it runs under a policy, for the test's process
+#: and its children.
+PLUGIN_TEST_VARIABLE = "URANDOM_SHIM_TEST"
+#: The longest node id a record keeps whole.
+MAX_TEST = 300
+
+
+def test_key(nodeid: str) -> str:
+    """A node id as records carry it: whole up to :data:`MAX_TEST` characters, else its start and a hash of the whole,
+    so that two long ids that differ only at their end still name different tests (the plugin matches on this)."""
+    if len(nodeid) <= MAX_TEST:
+        return nodeid
+    digest = 0x811C9DC5  # FNV-1a: the same in every process, and no import
+    for char in nodeid:
+        digest = ((digest ^ ord(char)) * 0x01000193) & 0xFFFFFFFF
+    return f"{nodeid[: MAX_TEST - 9]}…{digest:08x}"
 
 
 def flush() -> None:

@@ -267,6 +267,10 @@ PLUGIN_PROPERTY = "{call} at {caller}, {where}: {done} [{policy}]; would: {would
 # The end-of-run section.
 PLUGIN_REPORT_FAILED = "the report of this run's events could not be made ({name}: {exc})"
 PLUGIN_REPORT_WRITTEN = "urandom-shim: the report is in {path} (JSON)."
+PLUGIN_EVENTS_UNWRITABLE = (
+    "urandom-shim: URANDOM_SHIM_EVENTS names {path}, which this run can't write ({error}); the run's records went "
+    "to a file of its own, so the report below is still whole, and nothing was added to {path}."
+)
 PLUGIN_REPORT_UNWRITTEN = "urandom-shim: --urandom-report: could not write {path}: {error}"
 PLUGIN_SUMMARY_HEAD = (
     "Under policy '{policy}' (from {source}){mode}, {tests} of {run} asked for randomness while the simulated "

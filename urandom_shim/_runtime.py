@@ -8,6 +8,9 @@ are all at the top: its functions run inside waits, and a wait can run at interp
 function fails.
 """
 
+import os
+import sys
+
 from . import _config, _messages, _readiness, _simulation
 from ._policies import PEP522
 from ._state import state
@@ -80,7 +83,32 @@ def refusal(text: str) -> "BlockingIOError":
     error = BlockingIOError(f"{_messages.PEP522_TEXT}. {text}")
     error.errno = 11
     setattr(error, REFUSAL, True)
+    _note_if_uncaught()
     return error
+
+
+def _note_if_uncaught() -> None:
+    """Under the pytest plugin (:data:`urandom_shim._config.ENV_EXIT_NOTES`): if a refusal of the shim ends this
+    process, uncaught, leave a note named by its pid, for the watch over the test's processes."""
+    directory = os.environ.get(_config.ENV_EXIT_NOTES)
+    previous = sys.excepthook
+    if not directory or not os.path.isabs(directory) or getattr(previous, REFUSAL, False):
+        return
+
+    def excepthook(kind: "Any", value: "Any", traceback: "Any") -> None:
+        try:
+            cause, steps = value, 0
+            while cause is not None and steps < 20 and not getattr(cause, REFUSAL, False):
+                cause, steps = cause.__cause__ or cause.__context__, steps + 1
+            if cause is not None and steps < 20:
+                flags = os.O_WRONLY | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+                os.close(os.open(os.path.join(directory, str(os.getpid())), flags, 0o600))
+        except Exception:  # noqa: BLE001 - the note is a courtesy; the program's own hook runs whatever happens
+            pass
+        previous(kind, value, traceback)
+
+    setattr(excepthook, REFUSAL, True)
+    sys.excepthook = excepthook
 
 
 def checked_timeout(timeout: "Any") -> "float | None":

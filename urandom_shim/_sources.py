@@ -368,6 +368,11 @@ def set_project_root(directory: "str | None", rule: str = "") -> None:
     state.project_root = None if directory is None else (directory, rule)
 
 
+def project_root() -> "tuple[str, str] | None":
+    """The project :func:`set_project_root` made this process's, with its rule; None if none."""
+    return state.project_root
+
+
 def invocation(argv: object = None) -> "Invocation":
     """Work out the anchor directory and program name from ``sys.argv`` (or ``argv``), whatever shape it has.
 

@@ -21,6 +21,7 @@ import time
 import pytest
 
 from .. import _messages
+from .._events import test_key
 from .options import OPTION, options
 from .records import command, place, shown
 
@@ -102,6 +103,7 @@ class _Active:
 
     def __init__(self, state: Test, policy_source: str) -> None:
         self.nodeid = state.nodeid
+        self.key = test_key(state.nodeid)  # as its records name it
         self.thread = state.thread
         self.state = state
         self.suspects: dict[int, _Suspect] = {}
@@ -123,8 +125,9 @@ class _Active:
 class Watch:
     """The watch of one process (:mod:`.run`). Its thread starts with the first test under a policy."""
 
-    def __init__(self, records: Callable[[], Records], config: pytest.Config) -> None:
+    def __init__(self, records: Callable[[], Records], config: pytest.Config, notes: str | None = None) -> None:
         self.records = records
+        self.notes = notes  # where a process a refusal ended leaves its note (Run.exit_notes)
         self.rootdir = str(config.rootpath)
         self.policy_source = options(config).policy_source
         self._lock = threading.RLock()
@@ -138,13 +141,16 @@ class Watch:
         with self._lock:
             self._active = _Active(state, self.policy_source)
             self._read = len(self.records().all)
+            if self.notes is not None:
+                clear(self.notes)  # an earlier test's notes: a pid used again must not find them
         if self._thread is None:
             self._thread = threading.Thread(target=self._loop, name="urandom-shim watch", daemon=True)
             self._thread.urandom_shim_watch = True  # type: ignore[attr-defined]  # no thread of the test's
             self._thread.start()
 
     def phase(self, nodeid: str, is_open: bool) -> None:
-        """A phase of the test (setup, call, teardown) begins or ends: only inside one is a failure sent."""
+        """The test's setup or call begins or ends: only inside one is a failure sent (never in teardown). Called in
+        the test's thread from the phase's own hook, so that a failure that falls due here is still the phase's."""
         with self._lock:
             active = self._active
             if active is None or active.nodeid != nodeid:
@@ -204,7 +210,7 @@ class Watch:
                 pid = record.get("pid")
                 if (
                     record.get("action") in REFUSALS
-                    and record.get("test") == active.nodeid
+                    and record.get("test") == active.key
                     and isinstance(pid, int)
                     and pid != own
                     and pid not in active.suspects
@@ -214,7 +220,7 @@ class Watch:
                     named = None if words is None else command(words, self.rootdir)
                     active.suspects[pid] = _Suspect(record, pid, child, named)
             for suspect in list(active.suspects.values()):
-                finding = _died(suspect)
+                finding = _died(suspect, self.notes)
                 if finding is not None:
                     finding.given_as = active.given_as()
                     active.findings.append(finding)
@@ -284,14 +290,33 @@ def _send(thread: int, exception: type[BaseException] | None) -> bool:
 # -- processes ---------------------------------------------------------------------------------------------------------
 
 
-def _died(suspect: _Suspect) -> Finding | None:
-    """A finding if the refusal's process, or the test's child that started it, exited with an error."""
+def clear(directory: str) -> None:
+    """Remove every file in ``directory``, if it exists."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        try:
+            os.unlink(os.path.join(directory, name))
+        except OSError:
+            pass
+
+
+def _died(suspect: _Suspect, notes: str | None = None) -> Finding | None:
+    """A finding if the refusal's process, or the test's child that started it, exited with an error; or if the
+    refusal's process is gone and left a note that the refusal ended it, uncaught (its parent, a wrapper such as
+    ``sh -c 'server; clean-up'``, reaped it, and the test's child lives on or exits 0)."""
     for pid, named in ((suspect.pid, None), (suspect.child, suspect.child_command)):
         if pid is None:
             continue
         status = exit_status(pid)
         if status:
             return Finding(suspect.record, pid, status, named)
+    if notes is not None and os.path.exists(os.path.join(notes, str(suspect.pid))):
+        fields = _stat(suspect.pid)
+        if fields is None or fields[0] in ("Z", "X"):
+            return Finding(suspect.record, suspect.pid, 1, None)
     return None
 
 

@@ -158,11 +158,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("urandom_stderr", "like --urandom-stderr", type="bool", default=False)
 
 
+#: The project this process had before the run: a run nested in another (pytester's inline runs) puts it back.
+_OUTER_ROOT = pytest.StashKey["tuple[str, str] | None"]()
+
+
 def pytest_configure(config: pytest.Config) -> None:
     # The project under test is pytest's: its configuration file's directory, else its rootdir. The same for
     # `pytest` and `python -m pytest`, and from any subdirectory.
     from .. import _sources
 
+    config.stash[_OUTER_ROOT] = _sources.project_root()  # a run nested in another's (pytester) gives it back
     inipath = getattr(config, "inipath", None)
     if inipath is not None:
         _sources.set_project_root(str(inipath.parent), _messages.RULE_PYTEST_CONFIG_FILE.format(inipath=inipath))
@@ -231,6 +236,8 @@ def _effective_policy(found: Options) -> tuple[str, str] | None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """The project is again what it was before this run: none, or the outer run's, for a run pytester nested in it."""
     from .. import _sources
 
-    _sources.set_project_root(None)
+    outer = config.stash.get(_OUTER_ROOT, None)
+    _sources.set_project_root(*(outer or (None,)))

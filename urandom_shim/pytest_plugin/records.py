@@ -138,6 +138,25 @@ def users_events_file() -> str | None:
     return str(value) if value else None
 
 
+def unwritable(path: str) -> str | None:
+    """Why the run can't append to and read back the events file ``path`` (made if missing, as the shim would);
+    None if it can."""
+    flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK
+    flags |= getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags, 0o600)
+    except (OSError, ValueError) as exc:
+        return getattr(exc, "strerror", None) or str(exc)
+    try:
+        if os.fstat(fd).st_mode & 0o170000 != 0o100000:
+            return "not a regular file"
+    finally:
+        os.close(fd)
+    if not os.access(path, os.R_OK):
+        return "it can't be read back"
+    return None
+
+
 # -- showing them ----------------------------------------------------------------------------------------------------
 
 

@@ -27,10 +27,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     run = current(item.config)
     if run is not None and call.when == "teardown" and run.has_records():
         # Before the teardown's report is made: it carries the test's properties to the JUnit XML.
+        from .._events import test_key
+
         records = run.records()
         records.read_new()
         rootdir = str(item.config.rootpath)
-        for value in property_values(records.by_test.get(item.nodeid, []), os.getpid(), rootdir):
+        for value in property_values(records.by_test.get(test_key(item.nodeid), []), os.getpid(), rootdir):
             item.user_properties.append(("urandom", value))
     outcome = yield
     if run is not None:
@@ -45,6 +47,8 @@ def _after_phase(run: Run, item: pytest.Item, call: pytest.CallInfo[None], repor
     exc = call.excinfo.value if call.excinfo is not None else None
     if isinstance(exc, pytest.fail.Exception) and str(exc).startswith("urandom-shim:"):
         return
+    from .._events import test_key
+
     watch = run.watching()
     findings = [] if watch is None else watch.findings(item.nodeid)
     rootdir = str(item.config.rootpath)
@@ -52,7 +56,7 @@ def _after_phase(run: Run, item: pytest.Item, call: pytest.CallInfo[None], repor
     records.read_new()
     own = os.getpid()
     lines = [finding.describe(rootdir) for finding in findings]
-    for found in calls(r for r in records.by_test.get(item.nodeid, []) if r.get("action") in REFUSALS):
+    for found in calls(r for r in records.by_test.get(test_key(item.nodeid), []) if r.get("action") in REFUSALS):
         lines.append(
             _messages.PLUGIN_REFUSED_IN_TEST.format(
                 call=shown(found.call["call"]),
@@ -94,9 +98,10 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_teardown(item: pytest.Item) -> Generator[None, None, None]:
-    watch = _watch_of(item)
-    if watch is not None:
-        watch.phase(item.nodeid, True)
+    # No failure is sent in teardown: it would land in the clean-up that puts the test's policy, environment and
+    # simulated CRNG back (the plugin's, or a fixture's), and the next tests would run with what was left. Setup and
+    # call send theirs only while their hooks run (inside pytest's CallInfo, which catches it), and take back one
+    # not yet raised before they return.
     yield
     watch = _watch_of(item)
     if watch is not None:

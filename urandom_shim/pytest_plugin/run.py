@@ -12,6 +12,7 @@ import threading
 
 import pytest
 
+from .. import _messages
 from .options import options
 
 TYPE_CHECKING = False
@@ -32,6 +33,8 @@ class Run:
         self._watch: Watch | None = None
         self._flags: list[str] = []
         self._lock = threading.Lock()
+        #: What the end-of-run section says first: a problem with what you gave the run (``urandom-shim:`` lines).
+        self.problems: list[str] = []
 
     def directory(self) -> str:
         """The run's own directory, made on first use in pytest's temporary directory for this run."""
@@ -45,13 +48,16 @@ class Run:
 
     def records(self) -> Records:
         """The run's events: in the file ``URANDOM_SHIM_EVENTS`` names, if you set one (it is yours, and stays), else
-        in the run's directory."""
+        in the run's directory; in the run's directory too if yours can't be written, which the report says."""
         with self._lock:
             if self._records is None:
-                from .records import Records, size, users_events_file
+                from .records import Records, size, unwritable, users_events_file
 
                 mine = users_events_file()
-                if mine is not None:
+                why = None if mine is None else unwritable(mine)
+                if why is not None:  # a file nothing reaches: said at the end, and the run keeps its own
+                    self.problems.append(_messages.PLUGIN_EVENTS_UNWRITABLE.format(path=mine, error=why))
+                if mine is not None and why is None:
                     self._records = Records(mine, start=size(mine), own=False)
                 else:
                     self._records = Records(os.path.join(self.directory(), "events.jsonl"), start=0, own=True)
@@ -64,10 +70,25 @@ class Run:
         return self._watch
 
     def child_environment(self) -> dict[str, str]:
-        """The variables every process of a test gets besides its settings: event lines off stderr, unless asked."""
-        from .. import _events
+        """The variables every process of a test gets besides its settings: event lines off stderr, unless asked; and
+        in a report-only run, the configuration's problem lines too (the run's report says them once)."""
+        from .. import _config, _events
 
-        return {} if self.options.stderr else {_events.LINES_VARIABLE: "0"}
+        found = {} if self.options.stderr else {_events.LINES_VARIABLE: "0"}
+        found[_config.ENV_EXIT_NOTES] = self.exit_notes()
+        if self.options.report_only:
+            found[_config.ENV_PROBLEM_LINES] = "0"
+        return found
+
+    def exit_notes(self) -> str:
+        """The directory where a test's process that a refusal ended, uncaught, leaves a note named by its pid (the
+        shim writes it): the watch sees such a death even when a process other than the test reaped it."""
+        path = os.path.join(self.directory(), "exits")
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        return path
 
     def new_flag(self) -> str:
         """A new file whose existence keeps a simulated kernel CRNG unready (``unready-until-file:``)."""
@@ -81,7 +102,7 @@ class Run:
         if self._watch is None:
             from .children import Watch
 
-            self._watch = Watch(self.records, self.config)
+            self._watch = Watch(self.records, self.config, self.exit_notes())
         return self._watch
 
     def begin(self, state: Test) -> None:
@@ -96,6 +117,15 @@ class Run:
         for path in self._flags:
             try:
                 os.unlink(path)
+            except OSError:
+                pass
+        if self._directory is not None:
+            from .children import clear
+
+            notes = os.path.join(self._directory, "exits")
+            clear(notes)
+            try:
+                os.rmdir(notes)
             except OSError:
                 pass
 

@@ -34,7 +34,7 @@ def variables() -> tuple[str, ...]:
 
     return (
         *_config.KEY_VARIABLES, _config.ENV_SIMULATE, _config.ENV_WAIT_BOUND, _events.LINES_VARIABLE,
-        _config.ENV_GIVEN_AS,
+        _config.ENV_GIVEN_AS, _events.PLUGIN_TEST_VARIABLE, _config.ENV_PROBLEM_LINES, _config.ENV_EXIT_NOTES,
     )  # fmt: skip
 
 
@@ -121,6 +121,10 @@ class TestState:
         self.saved_env = {name: os.environ.get(name) for name in variables()}
         self.saved_state = _state.snapshot()
         self.saved_namespaces = _snapshot()
+        self.saved_excepthook = sys.excepthook  # a refusal in the test's process wraps it (_runtime)
+        from .._events import PLUGIN_TEST_VARIABLE
+
+        os.environ[PLUGIN_TEST_VARIABLE] = nodeid  # names the test in its records, whatever becomes of pytest's own
         self.overrides: dict[str, Any] | None = None
         self.flag: str | None = None
         self.timers: list[Any] = []
@@ -161,7 +165,7 @@ class TestState:
         sources = {} if self.own_events else {"events": RECORDS_SOURCE}
         if self.origin == OPTION:
             sources = options(self.run.config).sources()
-        settings = self._activation.apply(dict(overrides), self.origin)
+        settings = self._activation.apply(dict(overrides), self.origin, not self.run.options.report_only)
         relabel(settings, sources, self.origin)
 
     # -- the simulated kernel --------------------------------------------------------------------------------------
@@ -239,6 +243,7 @@ class TestState:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        sys.excepthook = self.saved_excepthook
         self._state.restore(self.saved_state)  # takes out the test's engine, and puts back whatever was in force
         _restore(self.saved_namespaces)
         if self.suite is not None:
@@ -301,7 +306,7 @@ class Suite:
         else:
             os.environ[_simulation.ENV] = previous
         _readiness.reset()
-        settings = _activation.apply(dict(self.overrides), self.options.policy_source)
+        settings = _activation.apply(dict(self.overrides), self.options.policy_source, not self.options.report_only)
         relabel(settings, self.options.sources(), self.options.policy_source)
         self.engine = _state.state.engine
         self.simulation = simulation

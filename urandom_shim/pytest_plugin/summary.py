@@ -41,8 +41,13 @@ class _Collected:
         #: This process's own records, when it ran the tests itself (no pytest-xdist workers).
         self.local: Records | None = None
         self.lines: list[str] = []
+        #: What the processes that ran tests found wrong with what the run was given (``urandom-shim:`` lines).
+        self.problems: list[str] = []
 
-    def add(self, path: str, start: int, own: bool, pid: int) -> None:
+    def add(self, path: str, start: int, own: bool, pid: int, problems: object = ()) -> None:
+        for problem in problems if isinstance(problems, list) else ():
+            if isinstance(problem, str) and problem not in self.problems:
+                self.problems.append(problem)
         known = self.files.get(path)
         self.files[path] = (start if known is None else min(start, known[0]), own)
         self.pids.add(pid)
@@ -63,7 +68,9 @@ def pytest_testnodedown(node: Any, error: object) -> None:
     """pytest-xdist: a worker is done; its events file comes with its output."""
     sent = getattr(node, "workeroutput", {}).get("urandom_shim")
     if isinstance(sent, dict):
-        _collected(node.config).add(str(sent["path"]), int(sent["start"]), bool(sent["own"]), int(sent["pid"]))
+        _collected(node.config).add(
+            str(sent["path"]), int(sent["start"]), bool(sent["own"]), int(sent["pid"]), sent.get("problems")
+        )
 
 
 @pytest.hookimpl(trylast=True)
@@ -77,10 +84,11 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         workeroutput = getattr(config, "workeroutput", None)
         if workeroutput is not None:
             workeroutput["urandom_shim"] = {
-                "path": records.path, "start": records.start, "own": records.own, "pid": os.getpid()
+                "path": records.path, "start": records.start, "own": records.own, "pid": os.getpid(),
+                "problems": run.problems,
             }  # fmt: skip
             return
-        _collected(config).add(records.path, records.start, records.own, os.getpid())
+        _collected(config).add(records.path, records.start, records.own, os.getpid(), run.problems)
         _collected(config).local = records  # read as the run went: a file a test emptied loses nothing
     if hasattr(config, "workerinput"):
         return
@@ -90,11 +98,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     collected = _collected(config)
     collected.outcomes = _outcomes(config)
+    if found.report_only and found.policy is not None:
+        collected.problems.extend(_configuration_problems(found))
     try:
         collected.report = build(config, collected)
-        collected.lines = lines(config, collected.report, collected.outcomes)
+        collected.lines = [*collected.problems, *lines(config, collected.report, collected.outcomes)]
     except Exception as exc:  # noqa: BLE001 - a summary must never fail a run
-        collected.lines = [_messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
+        collected.lines = [*collected.problems, _messages.PLUGIN_REPORT_FAILED.format(name=type(exc).__name__, exc=exc)]
         return
     if found.report_path is not None:
         import json
@@ -107,6 +117,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
             collected.lines.append(_messages.PLUGIN_REPORT_UNWRITTEN.format(path=found.report_path, error=exc))
         else:
             collected.lines.append(_messages.PLUGIN_REPORT_WRITTEN.format(path=found.report_path))
+
+
+def _configuration_problems(found: Any) -> list[str]:
+    """The problems of the project's configuration, which a report-only run keeps off its tests' stderr."""
+    from .._config import resolve
+
+    try:
+        _settings, problems = resolve(overrides=found.overrides(), overrides_source=found.policy_source)
+    except Exception:  # noqa: BLE001 - the report must never break a run
+        return []
+    return [_messages.line(problem) for problem in _messages.bounded(problems)]
 
 
 def _outcomes(config: pytest.Config) -> dict[str, str]:
@@ -161,11 +182,16 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
         reader.read_new()
         records.extend(reader.all)
         skipped += reader.skipped
+    from .._events import test_key
+
+    whole = {test_key(nodeid): nodeid for nodeid in collected.outcomes}  # a long node id, as records cut it
     by_test: dict[str | None, list[Record]] = {}
     for record in records:
         test = record.get("test")
-        by_test.setdefault(test if isinstance(test, str) else None, []).append(record)
+        name = whole.get(test, test) if isinstance(test, str) else None
+        by_test.setdefault(name, []).append(record)
     sites: dict[tuple[Any, Any, Any], dict[str, Any]] = {}
+    seen: dict[tuple[Any, Any, Any], tuple[set[str | None], set[str]]] = {}  # each site's tests and argvs, as sets
     tests = []
     for test, mine in by_test.items():
         found_calls = calls(mine)
@@ -179,12 +205,15 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
                 {"call": call["call"], "caller": caller, "site": call["site"], "tests": [], "under": {},
                  "processes": [], "in_tests_process": False, "count": 0},
             )  # fmt: skip
-            if test not in site["tests"]:
+            named, argvs = seen.setdefault(key, (set(), set()))
+            if test not in named:
+                named.add(test)
                 site["tests"].append(test)
             site["count"] += call["count"]
-            if set(found_call.pids) & collected.pids:
+            if not collected.pids.isdisjoint(found_call.pids):
                 site["in_tests_process"] = True
-            elif found_call.argv not in site["processes"]:
+            elif repr(found_call.argv) not in argvs:
+                argvs.add(repr(found_call.argv))
                 site["processes"].append(found_call.argv)
             for policy, outcome in call["under"].items():
                 for table in (site["under"], worst):
@@ -290,6 +319,7 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
     rootdir = str(config.rootpath)
     matter = [site for site in report["sites"] if set(site["under"].values()) != {"fine"}]
     failing: list[str] = []
+    listed: set[str] = set()
     for site in matter[:SITES_SHOWN]:
         out.append("")
         out.append(f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}")
@@ -307,27 +337,27 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
         if fix:
             table.append(("fix", fix))
         if outcome in ("raise", "wait"):
-            failing.extend(t for t in site["tests"] if t is not None and t not in failing and (t in ran or not ran))
+            for test in site["tests"]:
+                if test is not None and test not in listed and (test in ran or not ran):
+                    listed.add(test)
+                    failing.append(test)
         out.extend(rows(table, indent="  "))
     if len(matter) > SITES_SHOWN:
         out.append("")
         out.append(_messages.PLUGIN_MORE_SITES.format(count=len(matter) - SITES_SHOWN))
-    fine = [site for site in report["sites"] if site not in matter]
+    mattering = {id(site) for site in matter}
+    fine = [site for site in report["sites"] if id(site) not in mattering]
     if fine:
         out.append("")
-        listed = [f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}" for site in fine]
-        out.append(_messages.PLUGIN_SUMMARY_FINE.format(sites=_more(listed, 3)))
+        listed_fine = [f"{shown(site['call'])} at {shown(place(site['caller'], rootdir))}" for site in fine]
+        out.append(_messages.PLUGIN_SUMMARY_FINE.format(sites=_more(listed_fine, 3)))
     out.append("")
     out.append("Verdict:")
     out.extend(f"  {shown(said['text'])}." for said in report["verdict"].values())
     if failing:
         out.append("")
         out.append(_messages.PLUGIN_SUMMARY_EXEMPT.format(policy=policy, tests=_count(len(failing))))
-        files = []
-        for test in failing:
-            pattern = test.partition("::")[0]
-            if pattern not in files:
-                files.append(pattern)
+        files = list(dict.fromkeys(test.partition("::")[0] for test in failing))
         out.append("  urandom_exempt =")
         out.extend(f"      {shown(pattern)}" for pattern in files[:FILES_SHOWN])
         if len(files) > FILES_SHOWN:

@@ -1,0 +1,266 @@
+"""The pytest plugin against issue 46's second hostile pass: the watch over a test's children stays sighted whatever
+the test's node id, its environment or pytester do to pytest's own variables; an events file the run can't write is
+said, never read as a clean run; a nested pytester run leaves the outer run's project alone.
+
+Each test runs a small suite with pytest in a real venv of the real wheel, as in a user's project.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import Venv, our_variables
+
+pytest_plugins = ["pytester"]
+
+
+@pytest.fixture
+def suite(venvs: Any, python: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``suite(*args, env=...)``: pytest in the plugin venv on the files this test made; pytester's RunResult."""
+    for name in (*our_variables(), "URANDOM_SHIM_TEST"):
+        monkeypatch.delenv(name, raising=False)
+    venv: Venv = venvs(python, "pytest")
+
+    def run(*args: str, timeout: float = 120, env: dict[str, str] | None = None) -> pytest.RunResult:
+        for name, value in (env or {}).items():
+            monkeypatch.setenv(name, value)
+        return pytester.run(str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=timeout)
+
+    return run
+
+
+SERVER = """\
+import os, sys, time
+key = os.urandom(32)
+open(sys.argv[1], "w").write("up")
+time.sleep(60)
+"""
+
+# Each test polls for a server that dies of the policy; 20 s stands in for werkzeug's wait that never ends.
+POLLING = """\
+import os, subprocess, sys, time, pytest
+
+pytest_plugins = ["pytester"]
+SERVER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "server.py")  # pytester changes directory
+
+
+def poll(portfile, child):
+    try:
+        deadline = time.monotonic() + 20
+        while not portfile.exists():
+            assert time.monotonic() < deadline, "polled 20 s: the watch was blind"
+            time.sleep(0.05)
+    finally:
+        child.terminate()
+        child.wait()
+
+
+@pytest.mark.parametrize("n", [pytest.param(1, id="x" * 350), pytest.param(2, id="x" * 349 + "y")])
+def test_long_node_id(tmp_path, n):
+    poll(tmp_path / "port", subprocess.Popen([sys.executable, SERVER, str(tmp_path / "port")]))
+
+
+def test_after_a_pytester_run(pytester, tmp_path):
+    pytester.makepyfile(test_inner="def test_inner():\\n    pass\\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+    assert "PYTEST_CURRENT_TEST" not in os.environ  # pytester popped it
+    poll(tmp_path / "port", subprocess.Popen([sys.executable, SERVER, str(tmp_path / "port")]))
+
+
+def test_child_without_pytests_variables(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    poll(tmp_path / "port", subprocess.Popen([sys.executable, SERVER, str(tmp_path / "port")], env=env))
+"""
+
+
+def test_the_watch_names_the_test_past_a_long_node_id_pytester_and_a_stripped_environment(
+    pytester: pytest.Pytester, suite: Any, tmp_path: Path
+) -> None:
+    pytester.makepyfile(server=SERVER, test_polling=POLLING)
+    report = tmp_path / "report.json"
+    result = suite("--urandom-policy=pep522", "--tb=line", f"--urandom-report={report}", timeout=60)
+    out = result.stdout.str()
+    assert result.parseoutcomes().get("failed") == 4, out[-4000:]
+    assert "the watch was blind" not in out, out[-4000:]
+    assert out.count("urandom-shim: the test's child process `python ") >= 4, out[-4000:]
+    assert result.duration < 15, result.duration
+    tests = {entry["test"]: entry["outcome"] for entry in json.loads(report.read_text())["tests"]}
+    long_ids = [f"test_polling.py::test_long_node_id[{'x' * 350}]", f"test_polling.py::test_long_node_id[{'x' * 349}y]"]
+    assert {name: tests.get(name) for name in long_ids} == dict.fromkeys(long_ids, "failed"), list(tests)
+    assert tests.get("test_polling.py::test_after_a_pytester_run") == "failed", list(tests)
+    assert tests.get("test_polling.py::test_child_without_pytests_variables") == "failed", list(tests)
+    assert None not in tests, list(tests)  # no record "(outside any test)"
+
+
+def test_a_long_node_id_is_kept_apart_in_its_records() -> None:
+    from urandom_shim._events import MAX_TEST, test_key
+
+    one, other = "t.py::t[" + "x" * 400 + "]", "t.py::t[" + "x" * 399 + "y]"
+    assert len(test_key(one)) == MAX_TEST and test_key(one) != test_key(other)
+    assert test_key(one) == test_key(one) and test_key("t.py::t") == "t.py::t"
+
+
+def test_an_events_file_the_run_cant_write_is_said_and_the_run_keeps_its_own(
+    pytester: pytest.Pytester, suite: Any, tmp_path: Path
+) -> None:
+    pytester.makepyfile(
+        test_own="import os\n\n\ndef test_a():\n    os.urandom(8)\n\n\ndef test_b():\n    os.urandom(8)\n"
+    )
+    missing = tmp_path / "no-such-directory" / "events.jsonl"
+    for args in (("--urandom-report-only",), ("--urandom-report-only", "-n", "2")):
+        result = suite("--urandom-policy=pep522", *args, env={"URANDOM_SHIM_EVENTS": str(missing)})
+        flat = " ".join(result.stdout.str().split())
+        assert (
+            f"urandom-shim: URANDOM_SHIM_EVENTS names {missing}, which this run can't write (No such file or "
+            "directory); the run's records went to a file of its own" in flat
+        ), flat[-3000:]
+        assert flat.count("which this run can't write") == 1, flat[-3000:]
+        assert "2 of 2 tests asked for randomness" in flat and "Nothing to change" not in flat, flat[-3000:]
+        assert not missing.parent.exists()
+
+
+NESTED = """\
+import os, pytest
+
+pytest_plugins = ["pytester"]
+
+
+def test_a_project_policy(system_rng):
+    system_rng.unready()
+    with pytest.raises(BlockingIOError):
+        os.urandom(1)  # pep522, from pyproject.toml
+
+
+def test_b_inline(pytester):
+    pytester.makepyfile(test_inner="def test_inner():\\n    pass\\n")
+    pytester.runpytest().assert_outcomes(passed=1)
+
+
+def test_c_project_policy_again(system_rng):
+    system_rng.unready()
+    with pytest.raises(BlockingIOError):
+        os.urandom(1)  # still the project's policy
+"""
+
+
+def test_a_nested_pytester_run_leaves_the_outer_runs_project(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(test_nested=NESTED)
+    pytester.makefile(".toml", pyproject='[tool.urandom-shim]\npolicy = "pep522"\n')
+    result = suite("-q")
+    assert result.parseoutcomes() == {"passed": 3}, result.stdout.str()[-3000:]
+
+
+IN_TEARDOWN = """\
+import os, subprocess, sys, time, pytest
+
+
+@pytest.fixture
+def slow_clean_up():
+    yield
+    for _ in range(30):  # 1.5 s of clean-up: the child's death falls due in it, past the watch's grace
+        time.sleep(0.05)
+
+
+def test_child_dies_and_the_test_ends_at_once(slow_clean_up):
+    subprocess.Popen([sys.executable, "-c", "import os; os.urandom(1)"], stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+
+
+def test_exempt_after_it():
+    assert len(os.urandom(1)) == 1
+    left = {"URANDOM_POLICY", "URANDOM_SHIM_SIMULATE", "URANDOM_SHIM_EVENTS", "URANDOM_SHIM_TEST"} & set(os.environ)
+    assert not left
+"""
+
+
+def test_no_failure_is_sent_into_a_tests_teardown(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(test_teardown=IN_TEARDOWN)
+    result = suite("--urandom-policy=pep522", "--urandom-exempt=*::test_exempt_after_it", "-rfE")
+    assert result.parseoutcomes() == {"passed": 2}, result.stdout.str()[-3000:]
+
+
+def test_report_only_keeps_the_configurations_problems_off_a_childs_stderr_and_says_them_once(
+    pytester: pytest.Pytester, suite: Any
+) -> None:
+    pytester.makefile(".toml", pyproject='[tool.urandom-shim]\ntimeout = "soon"\n')
+    pytester.makepyfile(
+        test_cfg="""\
+import os, subprocess, sys
+
+
+def test_child_stderr():
+    result = subprocess.run([sys.executable, "-c", "import os; os.urandom(4)"], capture_output=True, text=True)
+    assert result.stderr == ""
+
+
+def test_own_stderr(capfd):
+    os.urandom(4)
+    assert capfd.readouterr().err == ""
+"""
+    )
+    result = suite("--urandom-policy=pep522", "--urandom-report-only")
+    flat = " ".join(result.stdout.str().split())
+    assert result.parseoutcomes() == {"passed": 2}, flat[-3000:]
+    said = "[tool.urandom-shim]: timeout = 'soon' is not a valid timeout"
+    assert flat.count(said) == 1 and re.search(r"urandom-shim report =+ urandom-shim: ", flat), flat[-3000:]
+
+
+def test_the_end_of_run_section_costs_no_more_than_its_call_sites(tmp_path: Path) -> None:
+    import time
+    from types import SimpleNamespace
+
+    from urandom_shim.pytest_plugin import options, summary
+
+    config: Any = SimpleNamespace(stash=pytest.Stash(), rootpath=tmp_path)
+    config.stash[options._OPTIONS] = SimpleNamespace(
+        policy="pep522", report_only=True, policy_source="--urandom-policy"
+    )
+    raising = {"native": "wait", "pep524": "wait", "pep522": "raise", "legacy": "weak"}
+    fine = dict.fromkeys(raising, "fine")
+    sites = [
+        {"call": "os.urandom(1)", "caller": f"{tmp_path}/test_s.py:{n}", "site": "urandom", "tests": [f"t{n}.py::t"],
+         "under": raising if n % 2 else fine, "processes": [], "in_tests_process": True, "count": 1}
+        for n in range(20000)
+    ]  # fmt: skip
+    report = {"tests": [], "sites": sites, "skipped": 0, "tests_run": 20000, "verdict": {}}
+    started = time.monotonic()
+    out = summary.lines(config, report, {f"t{n}.py::t": "passed" for n in range(20000)})
+    assert time.monotonic() - started < 4.0  # each site looked at a few times, not once per other site
+    assert "  urandom_exempt =" in out and any(line.startswith("Also reached, with nothing to see") for line in out)
+
+
+WRAPPED = """\
+import os, subprocess, sys, time
+
+SERVER = os.path.abspath("server.py")
+
+
+def test_a_server_behind_a_wrapper_that_lives_on(tmp_path):
+    child = subprocess.Popen(["sh", "-c", f"{sys.executable} {SERVER} {tmp_path}/port; sleep 30"])
+    try:
+        deadline = time.monotonic() + 20
+        while not (tmp_path / "port").exists():
+            assert time.monotonic() < deadline, "polled 20 s: the watch was blind"
+            time.sleep(0.05)
+    finally:
+        child.terminate()
+        child.wait()
+
+
+def test_a_server_that_catches_the_refusal_behind_a_wrapper_is_no_finding():
+    code = "import os\\ntry:\\n    os.urandom(1)\\nexcept BlockingIOError:\\n    pass\\n"
+    subprocess.run(["sh", "-c", f"{sys.executable} -c '{code}'; sleep 1"], check=True)
+"""
+
+
+def test_a_process_the_policy_killed_behind_a_wrapper_fails_its_test(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(server=SERVER, test_wrapped=WRAPPED)
+    result = suite("--urandom-policy=pep522", "--tb=line", timeout=60)
+    out = result.stdout.str()
+    assert result.parseoutcomes() == {"failed": 1, "passed": 1}, out[-3000:]
+    assert "the watch was blind" not in out and result.duration < 15, out[-3000:]
+    assert "Failed: urandom-shim: the test's child process `python " in out, out[-3000:]
