@@ -274,6 +274,54 @@ def test_an_enforced_run_never_hangs_and_each_failure_names_the_call(
     ), flat[-6000:]
 
 
+WAITING_SERVER = """\
+import os, secrets, sys
+{start_up}
+with open(sys.argv[1], "w") as file:
+    file.write("up")
+"""
+
+POLLING_TEST = """\
+import subprocess, sys, time
+
+
+def test_polls_for_a_server_whose_start_up_waits(tmp_path):
+    portfile = tmp_path / "port"
+    child = subprocess.Popen([sys.executable, "server.py", str(portfile)])
+    try:
+        while not portfile.exists():
+            time.sleep(0.05)
+    finally:
+        child.kill()
+        child.wait()
+"""
+
+
+@pytest.mark.parametrize(
+    ("policy", "start_up"),
+    [("pep522", "secrets.wait_for_system_rng()"), ("pep524", "os.urandom(32)")],
+)
+def test_a_test_polling_for_a_child_whose_wait_the_guard_ended_fails_instead_of_hanging(
+    pytester: pytest.Pytester, suite: Any, policy: str, start_up: str
+) -> None:
+    """A child's wait on the simulated CRNG raises at once (``URANDOM_SHIM_WAIT_BOUND``): the how-to's fixed server
+    without its ``conftest.py``. The child died of it without a record, so a test polling for it ran forever."""
+    pytester.makepyfile(server=WAITING_SERVER.format(start_up=start_up), test_polling=POLLING_TEST)
+    result = suite(f"--urandom-policy={policy}", "--urandom-timeout=2", timeout=60)  # pytester's timeout: a hang fails
+    assert result.parseoutcomes().get("failed") == 1, result.stdout.str()[-5000:]
+    flat = " ".join(result.stdout.str().split())
+    died = (
+        f"exited with status 1 after {start_up} at server.py:2 raised BlockingIOError (its wait timed out) under "
+        f"policy '{policy}' (from --urandom-policy)."
+    )
+    assert died in flat, flat[-6000:]
+    assert re.search(r"time\.sleep\(0\.05\) E +Failed: urandom-shim: the test's child process", flat), flat[-6000:]
+    # Waiting once more before the line would be cut short too: the way out is to make the CRNG ready in time.
+    assert "Call system_rng.ready_after(SECONDS) before the call; or mark the test" in flat, flat[-6000:]
+    failure = flat.split("= urandom-shim report =")[0]
+    assert "call secrets.wait_for_system_rng() once before" not in failure, failure[-6000:]
+
+
 def test_the_timeout_names_its_own_option_and_a_bad_option_is_one_usage_error(
     pytester: pytest.Pytester, suite: Any, tmp_path: Path
 ) -> None:

@@ -36,6 +36,10 @@ ENV = "URANDOM_SHIM_SIMULATE"  # _config.ENV_SIMULATE, which imports this module
 #: Seconds after which a wait on the simulated CRNG ends with ``BlockingIOError`` in this process: the pytest plugin
 #: sets it for the child processes of a test, which can't see whether the test will ever make the CRNG ready.
 BOUND_ENV = "URANDOM_SHIM_WAIT_BOUND"  # _config.ENV_WAIT_BOUND
+#: The attribute set on the ``BlockingIOError`` of a wait that :data:`BOUND_ENV` ended. Whoever waited for a call
+#: records it as timed out and raised: without a record, the pytest plugin's watch can't tell that a child of the test
+#: died of the policy, and a test that polls for that child would poll forever.
+BOUNDED = "_urandom_shim_bounded"
 
 FORMS = (
     "'unready-forever'",
@@ -80,7 +84,9 @@ class Simulation:
         text = _messages.SIMULATED_WAIT_BOUND.format(
             waited=waited, variable=ENV, spec=self.spec, bound_variable=BOUND_ENV, bound=bound
         )
-        raise BlockingIOError(11, f"{_messages.PEP522_TEXT}. {text}")  # EAGAIN, as a refusal is
+        error = BlockingIOError(11, f"{_messages.PEP522_TEXT}. {text}")  # EAGAIN, as a refusal is
+        setattr(error, BOUNDED, True)  # the waiter records the call, which the plugin's watch of the test looks for
+        raise error
 
     def unready(self) -> bool:
         if self.path is not None:
