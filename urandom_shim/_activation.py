@@ -321,7 +321,10 @@ class Engine:
     def _not_ready_error(self, call: str) -> "BlockingIOError":
         return refusal(
             _messages.PEP522_REFUSAL.format(
-                call=call, policy_phrase=policy_phrase(self.settings), simulation_note=simulation_note()
+                call=call,
+                policy_phrase=policy_phrase(self.settings),
+                wait_hint=_runtime.wait_hint(self.settings),
+                simulation_note=simulation_note(),
             )
         )
 

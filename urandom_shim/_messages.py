@@ -499,9 +499,13 @@ RUN_BAD_ENVIRONMENT = (
 
 PEP522_REFUSAL = (
     "{call} was called before the kernel's random number generator was initialised, and {policy_phrase} raises "
-    "instead of waiting. Call secrets.wait_for_system_rng() first, or use the secrets module, which waits; or set "
-    "URANDOM_POLICY=pep524 to wait here.{simulation_note}"
+    "instead of waiting. Call secrets.wait_for_system_rng() first, or use the secrets module, which waits; or "
+    "{wait_hint} to wait here.{simulation_note}"
 )
+#: How to choose pep524 instead, in :data:`PEP522_REFUSAL`: what outranks URANDOM_POLICY is named for itself.
+WAIT_HINT_VARIABLE = "set URANDOM_POLICY=pep524"
+WAIT_HINT_FLAG = "give {command} --policy pep524"
+WAIT_HINT_PLUGIN = "choose pep524 with {source}"
 TIMED_OUT = (
     "{call} waited {value:g} s (timeout from {source}) for the kernel's random number generator, under "
     "{policy_phrase}. Raise the timeout, set URANDOM_SHIM_ON_TIMEOUT=fallback to accept best-effort bytes, or "

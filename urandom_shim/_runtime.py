@@ -141,6 +141,22 @@ def policy_phrase(settings: "Settings") -> str:
     return _messages.POLICY_PHRASE.format(value=policy.value, source=policy.source)
 
 
+#: The pytest plugin's sources of a policy (urandom_shim.pytest_plugin.options), which outrank URANDOM_POLICY.
+PLUGIN_SOURCES = ("--urandom-policy", "@pytest.mark.urandom", "urandom_policy()", "urandom_policy in ")
+
+
+def wait_hint(settings: "Settings") -> str:
+    """How to choose pep524 for a call that pep522 refused, where the policy came from: a flag of `run` or
+    `simulate` and the pytest plugin outrank URANDOM_POLICY, so the hint names them."""
+    source = settings.policy.source
+    command, flag, _rest = source.rpartition(" --policy")
+    if flag and command.startswith("urandom-shim "):
+        return _messages.WAIT_HINT_FLAG.format(command=command)
+    if source.startswith(PLUGIN_SOURCES):
+        return _messages.WAIT_HINT_PLUGIN.format(source=source.partition(",")[0])
+    return _messages.WAIT_HINT_VARIABLE
+
+
 def warn_waiting(settings: "Settings", warned: "set[str]", call: str, elapsed: float) -> None:
     """The one line a wait prints after ``warn_after`` seconds: one per call site (``warned`` remembers), not one
     per thread."""
