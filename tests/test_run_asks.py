@@ -377,7 +377,21 @@ def test_an_m_modules_name_is_read_by_the_question_as_the_program_reads_it(
         pytest.skip("hiding /proc needs root and unshare")
     env = {**unready, "PROC_AT": str(tmp_path / "proc")}
     wrapper = (unshare, "--mount", "--propagation", "private", "sh", "-c", WITHOUT_PROC, "sh")
-    decided(shim, [str(target), "-m", "app"], env, tmp_path / "work", "pep522", wrapper)
+    if ask(target, "import sys; print(hasattr(sys, 'orig_argv'))") == ["False"]:
+        # The name read from /proc/self/cmdline, missing without /proc: the program resolves the venv's policy.
+        decided(shim, [str(target), "-m", "app"], env, tmp_path / "work", "pep522", wrapper)
+        return
+    # Where the start reads its own arguments (sys.orig_argv: 3.10+, and sid's PyPy 3.11), the program resolves its
+    # rule's legacy without /proc too, as the question does; but without /proc the question can't see whether its
+    # start started a process that would keep the seed, so `run` gives none, and says why.
+    result = subprocess.run(
+        [*wrapper, cli(shim), "run", "--", str(target), "-m", "app"], capture_output=True, text=True,
+        env=clean_env(env), cwd=tmp_path / "work", timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert (report["policy"], report["seeded"]) == ("legacy", False), (report, result.stderr)
+    assert "gets no hash seed" in result.stderr and "processes /proc does not show" in result.stderr, result.stderr
 
 
 @pytest.mark.parametrize("how", ["/dev/stdin", "/dev/fd/3", "a link to /proc/self/fd/3"])
