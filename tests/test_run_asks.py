@@ -409,8 +409,8 @@ def test_a_script_reached_through_proc_gets_no_seed(
     Path(unready["URANDOM_SHIM_MACHINE_CONFIG"]).write_text('policy = "legacy"\n')
     script = how
     if how.startswith("a link"):
-        script = str(tmp_path / "link.py")
-        os.symlink("/proc/self/fd/3", script)
+        script = "link.py"  # relative to cwd: a path that the line, at most 1,000 characters, never shortens
+        os.symlink("/proc/self/fd/3", tmp_path / script)
     result = subprocess.run(
         ["sh", "-c", 'exec "$@" <"$TOOL" 3<"$TOOL"', "sh", cli(shim), "run", "--", str(shim.python), script],
         capture_output=True, text=True, env=clean_env({**unready, "TOOL": str(tool)}), cwd=tmp_path, timeout=60,
