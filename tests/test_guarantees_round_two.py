@@ -6,6 +6,7 @@ the wheel. ``run``'s hash seed, package files and the pytest plugin's children a
 
 from __future__ import annotations
 
+import getpass
 import json
 import signal
 import subprocess
@@ -156,6 +157,12 @@ def test_a_killed_plugin_run_leaves_no_temporary_file(venvs: Any, python: Path, 
         "import os, time\ndef test_slow():\n    print('started', flush=True)\n    time.sleep(60)\n"
     )
     env = clean_env({"XDG_CONFIG_HOME": str(tmp_path), "TMPDIR": str(scratch)})
+    # Earlier runs' directories: pytest removes all but the last three when it ends, naming each on its way out
+    # `garbage-<uuid4()>`, which is os.urandom(16). After a Ctrl-C in a test, that ran under the test's policy and
+    # simulated CRNG: a wait that nothing would end, which failed or hung the run.
+    root = scratch / f"pytest-of-{getpass.getuser()}"
+    for number in range(6):
+        (root / f"pytest-{number}").mkdir(parents=True)
     proc = subprocess.Popen(
         [str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", "-s", "--urandom-policy=pep524", "test_slow.py"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
@@ -170,12 +177,16 @@ def test_a_killed_plugin_run_leaves_no_temporary_file(venvs: Any, python: Path, 
         made = sorted(p.relative_to(scratch).parts for p in scratch.rglob("*") if p.parent.name == "urandom-shim")
         assert made and all(parts[1].startswith("pytest-") for parts in made), made  # the control: in pytest's
         proc.send_signal(how)
-        proc.communicate(timeout=60)
+        out, err = proc.communicate(timeout=60)
     finally:
         proc.kill()
     left = sorted(p.relative_to(scratch).parts for p in scratch.rglob("*") if "urandom-shim" in str(p))
     if how == signal.SIGINT:
         assert left == [], left
+        assert proc.returncode == 2 and "would wait forever" not in out + err, out + err
+        assert sorted(p.name for p in root.iterdir() if p.name != "pytest-current") == [
+            "pytest-4", "pytest-5", "pytest-6",
+        ], "pytest's own clean-up of its older directories did not run"  # fmt: skip
     else:
         assert left and all(parts[0].startswith("pytest-of-") and parts[1].startswith("pytest-") for parts in left)
 
