@@ -17,6 +17,8 @@ from .options import options
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .children import Test, Watch
     from .records import Records
 
@@ -27,6 +29,8 @@ class Run:
     def __init__(self, config: pytest.Config, factory: pytest.TempPathFactory) -> None:
         self.config = config
         self.options = options(config)
+        #: The tests whose state is not put back yet (:class:`.state.TestState`): one, but for a test that runs pytest.
+        self.open_tests: list[Any] = []
         self._factory = factory
         self._directory: str | None = None
         self._records: Records | None = None

@@ -104,16 +104,12 @@ def relabel(settings: Settings, sources: dict[str, str], given_as: str) -> None:
             setting.source = source
 
 
-#: The tests of this process whose state is not put back yet (one, but for a test that runs pytest itself).
-_OPEN: list[TestState] = []
-
-
 class TestState:
     """What one test changes through the plugin, and how to put it all back."""
 
     def __init__(self, run: Run, nodeid: str) -> None:
         self.closed = False
-        _OPEN.append(self)
+        run.open_tests.append(self)
         from .. import _activation, _readiness, _simulation, _state
 
         self._activation = _activation
@@ -240,11 +236,11 @@ class TestState:
     # -- putting it back -------------------------------------------------------------------------------------------
 
     def close(self) -> None:
-        if self.closed:  # put back already, at a Ctrl-C (pytest_keyboard_interrupt)
+        if self.closed:  # put back already, at the end of an interrupted session (pytest_sessionfinish)
             return
         self.closed = True
-        if self in _OPEN:
-            _OPEN.remove(self)
+        if self in self.run.open_tests:
+            self.run.open_tests.remove(self)
         self._cancel_timers()
         events = sys.modules.get("urandom_shim._events")
         if events is not None:
@@ -419,15 +415,16 @@ def _urandom_shim_state(request: pytest.FixtureRequest, _urandom_shim_run: Run) 
 
 
 @pytest.hookimpl(tryfirst=True)
-def pytest_keyboard_interrupt(excinfo: pytest.ExceptionInfo[BaseException]) -> None:
-    """Ctrl-C in a test under a policy: put the test's state back at once. pytest's own clean-up after the interrupt
-    (its temporary directories' `uuid4()` names) must not run under the test's policy and simulated CRNG, where it
-    failed as a wait that nothing would end, or waited; the fixture's own clean-up comes later, and then finds
-    nothing left to do."""
-    for state in reversed(list(_OPEN)):
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A session that ends with a test's state still in force (Ctrl-C in the test, whose teardown then never ran):
+    put it back first. pytest's own clean-up at the end (its temporary directories' `uuid4()` names) must not run
+    under the test's policy and simulated CRNG, where it failed as a wait that nothing would end, or waited; the
+    fixture's own clean-up comes later, and then finds nothing left to do."""
+    found = _run.current(session.config)
+    for state in reversed(list(found.open_tests) if found is not None else []):
         try:
             state.close()
-        except Exception:  # noqa: BLE001 - the interrupt goes on; the fixture's clean-up tries again
+        except Exception:  # noqa: BLE001 - the session ends all the same; the fixture's clean-up tries again
             state.closed = False
 
 
