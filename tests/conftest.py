@@ -38,10 +38,11 @@ DEFAULT_PYTHONS = "3.8,3.13"
 def our_variables() -> tuple[str, ...]:
     """Every variable of ours, which must not leak from the developer's shell into the tests
     (``urandom_shim._config.VARIABLES``, imported here rather than at the top: the noxfile imports this module where
-    the package is not installed), and the hash seed ``run`` may set."""
+    the package is not installed), the pytest plugin's name of the running test, and the hash seed ``run`` may set."""
     from urandom_shim import _config
+    from urandom_shim._events import PLUGIN_TEST_VARIABLE
 
-    return (*_config.VARIABLES, "URANDOM_SHIM_HOME", "PYTHONHASHSEED")
+    return (*_config.VARIABLES, PLUGIN_TEST_VARIABLE, "URANDOM_SHIM_HOME", "PYTHONHASHSEED")
 
 
 def _pyenv_root() -> Path | None:

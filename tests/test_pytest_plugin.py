@@ -10,22 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Venv, our_variables
 
-pytest_plugins = ["pytester"]
-
-
-@pytest.fixture
-def suite(venvs: Any, python: Path, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Any:
-    """``suite(*args)``: run pytest in the plugin venv on the files this test made; returns pytester's RunResult."""
-    for name in our_variables():
-        monkeypatch.delenv(name, raising=False)
-    venv: Venv = venvs(python, "pytest")
-
-    def run(*args: str, timeout: float = 120) -> pytest.RunResult:
-        return pytester.run(str(venv.python), "-m", "pytest", "-p", "no:cacheprovider", *args, timeout=timeout)
-
-    return run
+pytest_plugins = ["pytester", "plugin_suite"]  # plugin_suite: the fixture suite, shared by the plugin's test files
 
 
 # Appended to a suite: the last test checks that the plugin put everything back after the tests before it. Indented

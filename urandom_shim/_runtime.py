@@ -145,12 +145,18 @@ def policy_phrase(settings: "Settings") -> str:
 PLUGIN_SOURCES = ("--urandom-policy", "@pytest.mark.urandom", "urandom_policy()", "urandom_policy in ")
 
 
+def flag_command(source: str) -> str:
+    """The command whose ``--policy`` flag gave a policy from ``source`` (``urandom-shim run``), or ''."""
+    command, flag, _rest = source.rpartition(" --policy")
+    return command if flag and command.startswith("urandom-shim ") else ""
+
+
 def wait_hint(settings: "Settings") -> str:
     """How to choose pep524 for a call that pep522 refused, where the policy came from: a flag of `run` or
     `simulate` and the pytest plugin outrank URANDOM_POLICY, so the hint names them."""
     source = settings.policy.source
-    command, flag, _rest = source.rpartition(" --policy")
-    if flag and command.startswith("urandom-shim "):
+    command = flag_command(source)
+    if command:
         return _messages.WAIT_HINT_FLAG.format(command=command)
     if source.startswith(PLUGIN_SOURCES):
         return _messages.WAIT_HINT_PLUGIN.format(source=source.partition(",")[0])
@@ -170,9 +176,8 @@ def warn_waiting(settings: "Settings", warned: "set[str]", call: str, elapsed: f
     # that has a timeout is bounded already.
     fail_fast = ""
     if settings.policy.value is not PEP522:
-        command, flag, _rest = settings.policy.source.rpartition(" --policy")
-        given = flag and command.startswith("urandom-shim ")
-        fail_fast = _messages.FAIL_FAST_FLAG_HINT.format(command=command) if given else _messages.FAIL_FAST_HINT
+        command = flag_command(settings.policy.source)
+        fail_fast = _messages.FAIL_FAST_FLAG_HINT.format(command=command) if command else _messages.FAIL_FAST_HINT
     _messages.emit(
         _messages.WAITING.format(
             call=call,

@@ -342,14 +342,13 @@ def test_report_mode_behaves_as_native_and_the_verdict_matches_what_the_boot_did
     assert events["import random"]["would"] == events["Random() seeding"]["would"] == "best-effort"
     # The line on stderr says the same, in words, ending with what the record says each policy would do.
     from urandom_shim._events import under_phrase
-
-    POLICY_ORDER = ("native", "pep524", "pep522", "legacy")  # the line's order; the JSON record's keys are sorted
+    from urandom_shim._policies import POLICIES
 
     assert call["diagnostics"] == [
         f"{REPORT_ONLY}os.urandom(16) called from {caller} before the kernel CRNG was ready, {event['boot_time']:.2f} "
         f"s after boot: left it to the interpreter ({event['waited']:.2f} s); policy 'pep522' (from environment "
         f"variable URANDOM_POLICY) would have raised BlockingIOError; under each policy: "
-        f"{under_phrase({name: event['under'][name] for name in POLICY_ORDER}, event['timeout'])}."
+        f"{under_phrase({p.name: event['under'][p.name] for p in POLICIES}, event['timeout'])}."
     ]
 
     # The report: exactly that program, with that call as it happened.
