@@ -184,6 +184,10 @@ def test_a_killed_plugin_run_leaves_no_temporary_file(venvs: Any, python: Path, 
     if how == signal.SIGINT:
         assert left == [], left
         assert proc.returncode == 2 and "would wait forever" not in out + err, out + err
+        # The report is of a run that never finished its one test, and says so.
+        flat = " ".join(out.split())
+        assert "The run stopped early (interrupted): this report covers the 0 tests that ran, of 1 collected" in flat
+        assert "Nothing to change:" not in flat, flat
         assert sorted(p.name for p in root.iterdir() if p.name != "pytest-current") == [
             "pytest-4", "pytest-5", "pytest-6",
         ], "pytest's own clean-up of its older directories did not run"  # fmt: skip

@@ -5,6 +5,7 @@ point exactly as in a user's project.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -510,6 +511,55 @@ def test_report_only_runs_the_suite_as_native_and_ends_with_the_report(pytester:
     )
     # One story of time: the run's window is the plugin's, so the real kernel's `crng init done` is not told.
     assert "crng init done" not in result.stdout.str()
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one-process", "xdist"])
+def test_a_run_that_stops_early_says_its_report_is_of_part_of_the_suite(
+    pytester: pytest.Pytester, suite: Any, workers: list[str]
+) -> None:
+    """With -x (or --maxfail, or a Ctrl-C) the report covers the tests that ran: it says so, with pytest's own
+    reason (pytest-xdist's, which ends its run as interrupted), and never that there is "nothing to change" in a suite
+    most of which never ran. A run whose last test was the failure that stopped it left nothing out."""
+    pytester.makepyfile(
+        test_first_fails="""
+        import os
+
+        def test_fails():
+            assert False
+
+        def test_would_raise_under_pep522():
+            os.urandom(16)
+        """
+    )
+    many = 40 if workers else 0  # under xdist, tests the other worker is still busy with when the stop comes
+    pytester.makepyfile(
+        test_then_many="import time\n" + "".join(f"def test_{n}():\n    time.sleep(0.1)\n" for n in range(many))
+    )
+    result = suite("--urandom-policy=pep522", "--urandom-report-only", "-x", "--urandom-report=report.json", *workers)
+    ran = result.parseoutcomes()
+    flat = " ".join(result.stdout.str().split())
+    assert ran.get("failed") == 1, flat[-3000:]
+    written = json.loads((pytester.path / "report.json").read_text())
+    run, collected = written["tests_run"], written["tests_collected"]
+    assert run == ran.get("failed", 0) + ran.get("passed", 0) and run < collected == 2 + many, (ran, written)
+    tests = "1 test" if run == 1 else f"{run} tests"
+    assert (
+        f"The run stopped early (stopping after 1 failures): this report covers the {tests} that ran, of "
+        f"{collected} collected, not the whole suite." in flat
+    ), flat[-3000:]
+    assert written["stopped"] == "stopping after 1 failures", written
+    if not workers:  # (under xdist, the other worker may have reached the call before the stop)
+        assert "Nothing to change:" not in flat and "Nothing to change in the tests that ran" in flat, flat[-3000:]
+    # The whole suite, for the control: no such line, and the call that -x hid is found.
+    result = suite("--urandom-policy=pep522", "--urandom-report-only", "--urandom-report=report.json", *workers)
+    result.assert_outcomes(failed=1, passed=1 + many)
+    out = result.stdout.str()
+    assert "stopped early" not in out and "os.urandom(16) at test_first_fails.py:7" in out, out[-3000:]
+    assert json.loads((pytester.path / "report.json").read_text())["stopped"] is None
+    # The last test's failure stops the run, and nothing was left out.
+    result = suite("--urandom-policy=pep522", "--maxfail=1", "test_first_fails.py::test_would_raise_under_pep522")
+    result.assert_outcomes(failed=1)
+    assert "stopping after 1 failures" in result.stdout.str() and "stopped early" not in result.stdout.str()
 
 
 def test_report_only_needs_a_policy(pytester: pytest.Pytester, suite: Any) -> None:

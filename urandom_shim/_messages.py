@@ -279,6 +279,15 @@ PLUGIN_SUMMARY_HEAD = (
 PLUGIN_SUMMARY_REPORT_ONLY = ", report-only (every call behaved as native)"
 PLUGIN_SUMMARY_SKIPPED = "({count} line(s) of the run's events files could not be read as records, and were skipped.)"
 PLUGIN_SUMMARY_NOTHING = "Nothing to change: under policy '{policy}', this suite behaves as it does at any other time."
+PLUGIN_SUMMARY_NOTHING_SO_FAR = (
+    "Nothing to change in the tests that ran: under policy '{policy}', they behave as they do at any other time. Run "
+    "the whole suite before you rely on it."
+)
+PLUGIN_SUMMARY_STOPPED = (
+    "The run stopped early ({why}): this report covers the {run} that ran, of {collected} collected, not the whole "
+    "suite."
+)
+PLUGIN_STOPPED_INTERRUPTED = "interrupted"
 PLUGIN_OUTSIDE_TESTS = "(outside any test)"
 PLUGIN_SUMMARY_FINE = "Also reached, with nothing to see under any policy (the seeding of random): {sites}."
 PLUGIN_IN_TESTS_PROCESSES = "the tests' own processes"

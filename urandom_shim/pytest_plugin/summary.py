@@ -43,6 +43,10 @@ class _Collected:
         self.lines: list[str] = []
         #: What the processes that ran tests found wrong with what the run was given (``urandom-shim:`` lines).
         self.problems: list[str] = []
+        #: Why the run ended before its last test (a Ctrl-C, ``-x``, ``--maxfail``), or None; and how many tests
+        #: it collected.
+        self.stopped: str | None = None
+        self.collected = 0
 
     def add(self, path: str, start: int, own: bool, pid: int, problems: object = ()) -> None:
         for problem in problems if isinstance(problems, list) else ():
@@ -98,6 +102,9 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     collected = _collected(config)
     collected.outcomes = _outcomes(config)
+    collected.collected = session.testscollected
+    # A stop asked for by the last test (its failure was the --maxfail-th) left none out.
+    collected.stopped = _stopped(session) if len(collected.outcomes) < collected.collected else None
     if found.report_only and found.policy is not None:
         collected.problems.extend(_configuration_problems(found))
     try:
@@ -128,6 +135,19 @@ def _configuration_problems(found: Any) -> list[str]:
     except Exception:  # noqa: BLE001 - the report must never break a run
         return []
     return [_messages.line(problem) for problem in _messages.bounded(problems)]
+
+
+def _stopped(session: pytest.Session) -> str | None:
+    """Why the run ended before its last test, in words, or None: a report of part of a suite must not read as one of
+    the whole of it."""
+    xdist = session.config.pluginmanager.get_plugin("dsession")  # pytest-xdist's controller, which counts failures
+    # pytest's own words ("stopping after 1 failures"), or pytest-xdist's, which then ends the run as interrupted.
+    why = session.shouldstop or session.shouldfail or getattr(xdist, "shouldstop", None)
+    if isinstance(why, str) and why:
+        return _messages.printable(why)
+    if getattr(session, "exitstatus", None) == pytest.ExitCode.INTERRUPTED:
+        return _messages.PLUGIN_STOPPED_INTERRUPTED
+    return None
 
 
 def _outcomes(config: pytest.Config) -> dict[str, str]:
@@ -233,6 +253,8 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
         "mode": "report" if found.report_only else "enforce",
         "files": [{"path": path, "start": start} for path, (start, _own) in collected.files.items()],
         "tests_run": len(collected.outcomes),
+        "tests_collected": collected.collected,
+        "stopped": collected.stopped,
         "records": len(records),
         "skipped": skipped,
         "tests": tests,
@@ -311,10 +333,18 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
             sites=len(report["sites"]),
         )
     ]
+    stopped = report.get("stopped")
+    if stopped:
+        out.append(
+            _messages.PLUGIN_SUMMARY_STOPPED.format(
+                why=stopped, run=_count(report["tests_run"]), collected=report.get("tests_collected", 0)
+            )
+        )
     if report["skipped"]:
         out.append(_messages.PLUGIN_SUMMARY_SKIPPED.format(count=report["skipped"]))
     if not report["sites"]:
-        out.append(_messages.PLUGIN_SUMMARY_NOTHING.format(policy=policy))
+        nothing = _messages.PLUGIN_SUMMARY_NOTHING_SO_FAR if stopped else _messages.PLUGIN_SUMMARY_NOTHING
+        out.append(nothing.format(policy=policy))
         return out
     rootdir = str(config.rootpath)
     matter = [site for site in report["sites"] if set(site["under"].values()) != {"fine"}]
