@@ -140,14 +140,18 @@ def crng_ready_at():
 
 
 def pycs_written_since_boot():
-    """Cached bytecode the interpreter had to write during this boot: none, if the image kept the real mtimes."""
-    booted = time.time() - time.monotonic()
+    """Cached bytecode the interpreter had to write during this boot: none, if the image kept the real mtimes. A
+    ``.pyc`` the image did not hold, or holds with another mtime (the host's list, ``/pycs.json``), was written here.
+    Not by this machine's clock: under emulation on a loaded host, the kernel can fail to read the RTC ("Unable to
+    read current time from RTC") and start in 1970, and every file of the image would look written since."""
+    with open("/pycs.json") as file:
+        packed = json.load(file)
     written = []
     for folder, _dirs, files in os.walk(os.path.dirname(os.__file__)):
         for name in files:
             if name.endswith(".pyc"):
                 path = os.path.join(folder, name)
-                if os.stat(path).st_mtime >= booted:
+                if packed.get(path) != int(os.stat(path).st_mtime):
                     written.append(path)
     return written[:5]
 
@@ -341,6 +345,7 @@ def main():
             entropy_avail=read("/proc/sys/kernel/random/entropy_avail"),
             crng_ready_at=crng_ready_at(),
             pycs_written=pycs_written_since_boot(),
+            clock=round(time.time()),
         )
         power_off()
 

@@ -22,6 +22,8 @@ from typing import Any, BinaryIO, Callable, Iterable
 from kernel_provision import RNG_MODULES, Kernel
 
 GUEST = Path(__file__).resolve().parent / "guest.py"
+#: The image's list of its cached bytecode, ``{path: mtime}`` as JSON (read by the guest's ``pycs_written``).
+PYCS = "pycs.json"
 MARK = "@@urandom-shim-kernel "
 
 #: Kernel options for every boot. trust_cpu/trust_bootloader off: the CRNG must wait for real entropy.
@@ -71,6 +73,9 @@ class Archive:
         self.out = out
         self.names: set[str] = set()
         self.inode = 1
+        #: Each cached bytecode file's path and mtime as packed: the guest finds what it wrote by these, not by its
+        #: clock (under emulation the kernel can fail to read the RTC and start in 1970).
+        self.pycs: dict[str, int] = {}
 
     def _entry(self, name: str, mode: int, data: bytes = b"", mtime: int = 0, rdev: tuple[int, int] = (0, 0)) -> None:
         name = name.strip("/")
@@ -80,6 +85,8 @@ class Archive:
         if parent and parent not in self.names:
             self.directory(parent)
         self.names.add(name)
+        if name.endswith(".pyc") and stat.S_ISREG(mode):
+            self.pycs["/" + name] = mtime
         encoded = name.encode() + b"\0"
         fields = (self.inode, mode, 0, 0, 1, mtime, len(data), 0, 0, rdev[0], rdev[1], len(encoded), 0)
         self.inode += 1
@@ -236,6 +243,7 @@ def build(
         archive.data("modules/order", "".join(m.name + "\n" for m in order).encode())
         if machine_config is not None:
             archive.data("etc/urandom-shim.toml", machine_config.encode())
+        archive.data(PYCS, json.dumps(archive.pycs, sort_keys=True).encode())
         archive.data("init", f"#!{executable}\n".encode() + GUEST.read_bytes(), 0o755)
         archive.close()
     facts["image_bytes"] = path.stat().st_size

@@ -158,7 +158,7 @@ def boot(
     assert facts["executable"] == guest.facts["executable"]
     assert facts["started_by"] == "pth", "the shim must start from the wheel's .pth, as after pip install"
     assert facts["kernel"] == guest.host.kernel.release
-    assert result["end"]["pycs_written"] == [], "stale .pyc files: the image lost the sources' mtimes"
+    assert result["end"]["pycs_written"] == [], ("stale .pyc files: the image lost the sources' mtimes", result["end"])
     # Every policy: the modules an init script imports first never block and never raise. The probe after each
     # step proves that nothing blocked in the kernel (a blocking getrandom would have initialised the CRNG).
     for step in NEVER_BLOCK:
