@@ -542,10 +542,9 @@ def test_a_run_that_stops_early_says_its_report_is_of_part_of_the_suite(
     written = json.loads((pytester.path / "report.json").read_text())
     run, collected = written["tests_run"], written["tests_collected"]
     assert run == ran.get("failed", 0) + ran.get("passed", 0) and run < collected == 2 + many, (ran, written)
-    tests = "1 test" if run == 1 else f"{run} tests"
     assert (
-        f"The run stopped early (stopping after 1 failures): this report covers the {tests} that ran, of "
-        f"{collected} collected, not the whole suite." in flat
+        f"The run stopped early (stopping after 1 failures): {run} of {collected} collected tests finished, so this "
+        "report covers part of the suite, not the whole of it." in flat
     ), flat[-3000:]
     assert written["stopped"] == "stopping after 1 failures", written
     if not workers:  # (under xdist, the other worker may have reached the call before the stop)

@@ -248,3 +248,76 @@ def test_a_process_the_policy_killed_behind_a_wrapper_fails_its_test(pytester: p
     assert result.parseoutcomes() == {"failed": 1, "passed": 1}, out[-3000:]
     assert "the watch was blind" not in out and result.duration < 15, out[-3000:]
     assert "Failed: urandom-shim: the test's child process `python " in out, out[-3000:]
+
+
+# -- a run that stops early (the hostile pass of this stop's addition) -------------------------------------------------
+
+STOPS = {
+    # pytest.exit() with a status of its own, in a test: it was cut short, and one test never ran.
+    "exit-with-status": (
+        {"test_e.py": "import pytest\ndef test_1():\n    pass\ndef test_2():\n    pytest.exit('bye', returncode=0)\n"
+                      "def test_3():\n    pass\n"},
+        [], "bye", (2, 1, 3),
+    ),
+    # A module skipped at import is no test: it must not make up for the test -x left out.
+    "module-skip": (
+        {"test_0.py": "import pytest\npytest.importorskip('no_such_module_here')\n",
+         "test_a.py": "def test_1():\n    assert False\ndef test_2():\n    pass\n"},
+        ["-x"], "stopping after 1 failures", (1, 1, 2),
+    ),
+    "collection-error": (
+        {"test_bad.py": "import no_such_module_here\n", "test_good.py": "def test_g():\n    pass\n"},
+        [], "1 error during collection", (0, 0, 1),
+    ),
+    "collect-only": ({"test_c.py": "def test_1():\n    pass\ndef test_2():\n    pass\n"}, ["--collect-only"],
+                     "--collect-only", (0, 0, 2)),
+    # Without the terminal, and with a category of a plugin's own: the outcomes are pytest's reports, not its display.
+    "no-terminal": (
+        {"test_t.py": "def test_1():\n    pass\ndef test_2():\n    assert False\ndef test_3():\n    assert False\n"},
+        ["-p", "no:terminal", "--maxfail=2"], None, (3, 3, 3),
+    ),
+    "own-category": (
+        {"conftest.py": "def pytest_report_teststatus(report, config):\n"
+                        "    if report.when == 'call' and report.passed:\n        return 'flaky', 'F', 'FLAKY'\n",
+         "test_f.py": "def test_1():\n    pass\ndef test_2():\n    assert False\n"},
+        ["-x"], None, (2, 2, 2),
+    ),
+    # A reason of any length is shown cut, escaped.
+    "long-reason": (
+        {"conftest.py": "def pytest_runtest_logreport(report):\n    pass\n"
+                        "def pytest_runtest_teardown(item, nextitem):\n"
+                        "    item.session.shouldfail = 'A\\x1b[2J' + 'A' * 100000\n",
+         "test_l.py": "def test_1():\n    pass\ndef test_2():\n    pass\n"},
+        [], "A\\x1b[2JAAA", (1, 1, 2),
+    ),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(STOPS))
+def test_a_stop_is_said_whatever_ends_the_run_and_a_whole_run_never_says_it(
+    pytester: pytest.Pytester, suite: Any, case: str
+) -> None:
+    files, args, why, (began, finished, collected) = STOPS[case]
+    for name, text in files.items():
+        (pytester.path / name).write_text(text)
+    result = suite("--urandom-policy=pep522", "--urandom-report-only", "--urandom-report=r.json", *args)
+    out = result.stdout.str()
+    written = json.loads((pytester.path / "r.json").read_text())
+    assert (written["tests_run"], written["tests_collected"]) == (began, collected), (written, out[-3000:])
+    if why is None:  # every collected test ran
+        assert written["stopped"] is None and "stopped early" not in out, (written, out[-3000:])
+        return
+    assert written["stopped"].startswith(why) and len(written["stopped"]) <= 200, written["stopped"][:300]
+    line = next((text for text in out.splitlines() if text.startswith("The run stopped early (")), "")
+    assert f"{finished} of {collected} collected test" in line and "\x1b" not in line and len(line) < 400, out[-3000:]
+    assert "Nothing to change:" not in out, out[-3000:]
+
+
+def test_the_json_without_a_policy_names_no_source_and_one_test_is_it(pytester: pytest.Pytester, suite: Any) -> None:
+    pytester.makepyfile(test_one="import os\ndef test_key():\n    os.urandom(16)\n")
+    suite("--urandom-report=r.json").assert_outcomes(passed=1)
+    written = json.loads((pytester.path / "r.json").read_text())
+    assert (written["policy"], written["policy_source"], written["mode"]) == (None, None, None), written
+    result = suite("--urandom-policy=pep522", "--urandom-report-only")
+    flat = " ".join(result.stdout.str().split())
+    assert "mark the 1 test that would fail @pytest.mark.urandom(unready=False), or exempt it by node id" in flat, flat

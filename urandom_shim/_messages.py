@@ -284,10 +284,12 @@ PLUGIN_SUMMARY_NOTHING_SO_FAR = (
     "the whole suite before you rely on it."
 )
 PLUGIN_SUMMARY_STOPPED = (
-    "The run stopped early ({why}): this report covers the {run} that ran, of {collected} collected, not the whole "
-    "suite."
+    "The run stopped early ({why}): {finished} of {collected} collected {tests} finished{cut}, so this report covers "
+    "part of the suite, not the whole of it."
 )
+PLUGIN_SUMMARY_CUT_SHORT = " and {count} {was} cut short"
 PLUGIN_STOPPED_INTERRUPTED = "interrupted"
+PLUGIN_STOPPED_UNSAID = "not every collected test ran"
 PLUGIN_OUTSIDE_TESTS = "(outside any test)"
 PLUGIN_SUMMARY_FINE = "Also reached, with nothing to see under any policy (the seeding of random): {sites}."
 PLUGIN_IN_TESTS_PROCESSES = "the tests' own processes"
@@ -317,7 +319,7 @@ PLUGIN_VERDICT_WAIT = "{tests} would wait for the CRNG"
 PLUGIN_VERDICT_NOTHING = "under {policy}, no test would raise, wait or use weak bytes"
 PLUGIN_SUMMARY_EXEMPT = (
     "To run the suite under {policy} before the code is fixed, mark the {tests} that would fail "
-    "@pytest.mark.urandom(unready=False), or exempt them by node id in the ini file (or with --urandom-exempt):"
+    "@pytest.mark.urandom(unready=False), or exempt {them} by node id in the ini file (or with --urandom-exempt):"
 )
 
 

@@ -60,6 +60,70 @@ class _Collected:
 _COLLECTED = pytest.StashKey[_Collected]()
 
 
+class _Progress:
+    """What the run did, from pytest's own reports, whatever shows them (none, with ``-p no:terminal``; a custom
+    category, from a plugin's ``pytest_report_teststatus``): each test's phases, and why it ended early, if it did.
+    One per run, registered as a plugin of its own: these hooks are given no config."""
+
+    def __init__(self) -> None:
+        #: node id -> {phase: (pytest's outcome, whether the test was expected to fail)}; a rerun's reports replace.
+        self.phases: dict[str, dict[str, tuple[str, bool]]] = {}
+        #: The words of what interrupted the run (a Ctrl-C, ``-x``, ``pytest.exit()``, errors in collection).
+        self.interrupted: str | None = None
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if str(report.outcome) != "rerun":  # pytest-rerunfailures' own outcome: the test runs again, its last counts
+            self.phases.setdefault(report.nodeid, {})[report.when] = (report.outcome, hasattr(report, "wasxfail"))
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        value = excinfo.value
+        words = getattr(value, "msg", None) if isinstance(value, pytest.exit.Exception) else str(value)
+        self.interrupted = _reason(words) or _messages.PLUGIN_STOPPED_INTERRUPTED
+
+    def outcomes(self) -> dict[str, str]:
+        """Each test that began (its setup was reported), and its outcome in pytest's words (``"passed"``,
+        ``"failed"``, ``"error"`` for a failed setup or teardown, ``"xfailed"``...), or ``"interrupted"``: begun,
+        never finished."""
+        found: dict[str, str] = {}
+        for nodeid, phases in self.phases.items():
+            setup, call, teardown = phases.get("setup"), phases.get("call"), phases.get("teardown")
+            if setup is not None and setup[0] != "passed":
+                outcome = "error" if setup[0] == "failed" else "xfailed" if setup[1] else "skipped"
+            elif call is None:
+                outcome = "interrupted" if teardown is None else "error" if teardown[0] == "failed" else "passed"
+            elif call[0] == "failed":
+                outcome = "failed"
+            elif call[0] == "skipped":
+                outcome = "xfailed" if call[1] else "skipped"
+            else:
+                outcome = "xpassed" if call[1] else "passed"
+            if outcome in ("passed", "xpassed") and teardown is not None and teardown[0] == "failed":
+                outcome = "error"
+            found[nodeid] = outcome
+        return found
+
+
+_PROGRESS = pytest.StashKey[_Progress]()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput"):
+        return  # a pytest-xdist worker: its controller is given its reports
+    progress = config.stash[_PROGRESS] = _Progress()
+    config.pluginmanager.register(progress, f"urandom-shim-progress-{id(config)}")
+
+
+#: The longest reason for an early stop shown: another plugin's words, or a conftest's, can be of any length.
+REASON_SHOWN = 200
+
+
+def _reason(words: object) -> str | None:
+    if not isinstance(words, str) or not words.strip():
+        return None
+    shown = _messages.printable(words.strip())
+    return shown if len(shown) <= REASON_SHOWN else shown[: REASON_SHOWN - 1] + "\u2026"
+
+
 def _collected(config: pytest.Config) -> _Collected:
     found = config.stash.get(_COLLECTED, None)
     if found is None:
@@ -98,13 +162,14 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         return
     collected = config.stash.get(_COLLECTED, None)
     found = options(config)
-    if collected is None and found.report_path is None:
+    if collected is None and found.report_path is None and found.policy is None:
         return
     collected = _collected(config)
-    collected.outcomes = _outcomes(config)
+    progress = config.stash.get(_PROGRESS, None)
+    collected.outcomes = progress.outcomes() if progress is not None else {}
     collected.collected = session.testscollected
-    # A stop asked for by the last test (its failure was the --maxfail-th) left none out.
-    collected.stopped = _stopped(session) if len(collected.outcomes) < collected.collected else None
+    finished = sum(outcome != "interrupted" for outcome in collected.outcomes.values())
+    collected.stopped = _stopped(session, progress, finished, collected.collected)
     if found.report_only and found.policy is not None:
         collected.problems.extend(_configuration_problems(found))
     try:
@@ -137,29 +202,23 @@ def _configuration_problems(found: Any) -> list[str]:
     return [_messages.line(problem) for problem in _messages.bounded(problems)]
 
 
-def _stopped(session: pytest.Session) -> str | None:
+def _stopped(session: pytest.Session, progress: _Progress | None, ran: int, collected: int) -> str | None:
     """Why the run ended before its last test, in words, or None: a report of part of a suite must not read as one of
-    the whole of it."""
+    the whole of it. ``ran``: the tests that finished. A stop the last test asked for (its failure was the
+    ``--maxfail``-th) left none out."""
+    if ran >= collected and ran > 0:
+        return None
+    if progress is not None and progress.interrupted is not None:
+        return progress.interrupted  # pytest's words ("stopping after 1 failures"), or pytest-xdist's, or exit()'s
     xdist = session.config.pluginmanager.get_plugin("dsession")  # pytest-xdist's controller, which counts failures
-    # pytest's own words ("stopping after 1 failures"), or pytest-xdist's, which then ends the run as interrupted.
-    why = session.shouldstop or session.shouldfail or getattr(xdist, "shouldstop", None)
-    if isinstance(why, str) and why:
-        return _messages.printable(why)
+    why = _reason(session.shouldstop) or _reason(session.shouldfail) or _reason(getattr(xdist, "shouldstop", None))
+    if why is not None:
+        return why
     if getattr(session, "exitstatus", None) == pytest.ExitCode.INTERRUPTED:
         return _messages.PLUGIN_STOPPED_INTERRUPTED
+    if ran < collected:
+        return "--collect-only" if session.config.option.collectonly else _messages.PLUGIN_STOPPED_UNSAID
     return None
-
-
-def _outcomes(config: pytest.Config) -> dict[str, str]:
-    """Each test's outcome, as the terminal reporter counted them (pytest-xdist's workers' tests included)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    found: dict[str, str] = {}
-    for outcome in ("passed", "skipped", "xfailed", "xpassed", "failed", "error"):  # the worst last
-        for report in getattr(reporter, "stats", {}).get(outcome, ()):
-            nodeid = getattr(report, "nodeid", None)
-            if nodeid:
-                found[nodeid] = outcome
-    return found
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -249,8 +308,8 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
     return {
         "v": 1,
         "policy": found.policy,
-        "policy_source": found.policy_source,
-        "mode": "report" if found.report_only else "enforce",
+        "policy_source": found.policy_source if found.policy is not None else None,
+        "mode": None if found.policy is None else "report" if found.report_only else "enforce",
         "files": [{"path": path, "start": start} for path, (start, _own) in collected.files.items()],
         "tests_run": len(collected.outcomes),
         "tests_collected": collected.collected,
@@ -315,7 +374,7 @@ def _more(names: list[str], shown: int) -> str:
 
 def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = ()) -> list[str]:
     """The section ``urandom-shim report``. Every string from a record is shown escaped. ``ran``: the tests of this
-    run, the only ones it offers to exempt (a record can name any)."""
+    run (with their outcomes, when a dict), the only ones it offers to exempt (a record can name any)."""
     from .._terminal import rows
     from .records import command, place, shown
 
@@ -335,9 +394,17 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
     ]
     stopped = report.get("stopped")
     if stopped:
+        cut = sum(entry == "interrupted" for entry in ran.values()) if isinstance(ran, dict) else 0
+        collected = report.get("tests_collected", 0)
         out.append(
             _messages.PLUGIN_SUMMARY_STOPPED.format(
-                why=stopped, run=_count(report["tests_run"]), collected=report.get("tests_collected", 0)
+                why=stopped,
+                finished=report["tests_run"] - cut,
+                collected=collected,
+                tests="test" if collected == 1 else "tests",
+                cut=_messages.PLUGIN_SUMMARY_CUT_SHORT.format(count=cut, was="was" if cut == 1 else "were")
+                if cut
+                else "",
             )
         )
     if report["skipped"]:
@@ -386,7 +453,11 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
     out.extend(f"  {shown(said['text'])}." for said in report["verdict"].values())
     if failing:
         out.append("")
-        out.append(_messages.PLUGIN_SUMMARY_EXEMPT.format(policy=policy, tests=_count(len(failing))))
+        out.append(
+            _messages.PLUGIN_SUMMARY_EXEMPT.format(
+                policy=policy, tests=_count(len(failing)), them="it" if len(failing) == 1 else "them"
+            )
+        )
         files = list(dict.fromkeys(test.partition("::")[0] for test in failing))
         out.append("  urandom_exempt =")
         out.extend(f"      {shown(pattern)}" for pattern in files[:FILES_SHOWN])
