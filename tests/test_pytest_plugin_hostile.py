@@ -321,3 +321,22 @@ def test_the_json_without_a_policy_names_no_source_and_one_test_is_it(pytester: 
     result = suite("--urandom-policy=pep522", "--urandom-report-only")
     flat = " ".join(result.stdout.str().split())
     assert "mark the 1 test that would fail @pytest.mark.urandom(unready=False), or exempt it by node id" in flat, flat
+
+
+def test_every_child_of_a_test_is_listed_at_its_call_site(pytester: pytest.Pytester, suite: Any) -> None:
+    """The boot report's aggregation makes one program of children that run the same one (``python -c``), named by the
+    first: the site still lists each child's own command line, as the JSON's ``processes`` promises."""
+    pytester.makepyfile(
+        test_kids="""
+        import subprocess, sys
+
+        def test_four():
+            for n in range(4):
+                subprocess.run([sys.executable, "-c", "import os; os.urandom(5)", str(n)], check=True)
+        """
+    )
+    result = suite("--urandom-policy=pep522", "--urandom-report-only", "--urandom-report=r.json")
+    result.assert_outcomes(passed=1)
+    (site,) = json.loads((pytester.path / "r.json").read_text())["sites"]
+    assert [argv[-1] for argv in site["processes"]] == ["0", "1", "2", "3"] and site["count"] == 4, site
+    assert not site["in_tests_process"] and site["tests"] == ["test_kids.py::test_four"], site

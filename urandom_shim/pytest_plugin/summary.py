@@ -299,6 +299,17 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
                     if RANK[outcome] > RANK.get(table.get(policy, "fine"), 0):
                         table[policy] = outcome
                     table.setdefault(policy, outcome)
+        # The aggregation makes one program of the children that run the same one ("python -c"), named by the first
+        # one's command: each child's own command line, where its record's site is one of the test's.
+        for record in mine:
+            argv = record.get("argv")
+            place = (record.get("call"), absolute(record.get("caller"), rootdir), record.get("site"))
+            if place not in sites or record.get("pid") in collected.pids or not isinstance(argv, list):
+                continue
+            argvs = seen[place][1]
+            if repr(argv) not in argvs:
+                argvs.add(repr(argv))
+                sites[place]["processes"].append(argv)
         longest = max((found_call.call["waited"] for found_call in found_calls), default=0.0)
         tests.append({"test": test, "outcome": collected.outcomes.get(test or ""), "under": worst,
                       "longest_wait": longest, "programs": _programs(mine)})  # fmt: skip
