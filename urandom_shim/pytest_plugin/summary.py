@@ -19,7 +19,7 @@ from .run import current
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from typing import Any, Collection
+    from typing import Any, Mapping
 
     from .._events import Record
     from ..report.shapes import PolicyVerdict, Program
@@ -168,7 +168,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     progress = config.stash.get(_PROGRESS, None)
     collected.outcomes = progress.outcomes() if progress is not None else {}
     collected.collected = session.testscollected
-    finished = sum(outcome != "interrupted" for outcome in collected.outcomes.values())
+    finished = len(collected.outcomes) - _cut_short(collected.outcomes)
     collected.stopped = _stopped(session, progress, finished, collected.collected)
     if found.report_only and found.policy is not None:
         collected.problems.extend(_configuration_problems(found))
@@ -202,6 +202,11 @@ def _configuration_problems(found: Any) -> list[str]:
     return [_messages.line(problem) for problem in _messages.bounded(problems)]
 
 
+def _cut_short(outcomes: Mapping[str, str]) -> int:
+    """How many of the tests began and never finished (a Ctrl-C, ``pytest.exit()`` in the test)."""
+    return sum(outcome == "interrupted" for outcome in outcomes.values())
+
+
 def _stopped(session: pytest.Session, progress: _Progress | None, ran: int, collected: int) -> str | None:
     """Why the run ended before its last test, in words, or None: a report of part of a suite must not read as one of
     the whole of it. ``ran``: the tests that finished. A stop the last test asked for (its failure was the
@@ -209,9 +214,9 @@ def _stopped(session: pytest.Session, progress: _Progress | None, ran: int, coll
     if ran >= collected and ran > 0:
         return None
     if progress is not None and progress.interrupted is not None:
-        return progress.interrupted  # pytest's words ("stopping after 1 failures"), or pytest-xdist's, or exit()'s
-    xdist = session.config.pluginmanager.get_plugin("dsession")  # pytest-xdist's controller, which counts failures
-    why = _reason(session.shouldstop) or _reason(session.shouldfail) or _reason(getattr(xdist, "shouldstop", None))
+        return progress.interrupted  # pytest's words ("stopping after 1 failures"), pytest-xdist's, or exit()'s
+    # A stop that raised nothing: --maxfail reached in collection, a conftest's shouldfail.
+    why = _reason(session.shouldstop) or _reason(session.shouldfail)
     if why is not None:
         return why
     if getattr(session, "exitstatus", None) == pytest.ExitCode.INTERRUPTED:
@@ -248,7 +253,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
     """The run's findings, per test and per call site: what ``--urandom-report`` writes and the section shows."""
-    from ..report.verdict import RANK, verdict
+    from ..report.verdict import RANK, call_site, verdict
 
     found = options(config)
     rootdir = str(config.rootpath)
@@ -284,26 +289,23 @@ def build(config: pytest.Config, collected: _Collected) -> dict[str, Any]:
                 {"call": call["call"], "caller": caller, "site": call["site"], "tests": [], "under": {},
                  "processes": [], "in_tests_process": False, "count": 0},
             )  # fmt: skip
-            named, argvs = seen.setdefault(key, (set(), set()))
+            named = seen.setdefault(key, (set(), set()))[0]
             if test not in named:
                 named.add(test)
                 site["tests"].append(test)
             site["count"] += call["count"]
             if not collected.pids.isdisjoint(found_call.pids):
                 site["in_tests_process"] = True
-            elif repr(found_call.argv) not in argvs:
-                argvs.add(repr(found_call.argv))
-                site["processes"].append(found_call.argv)
             for policy, outcome in call["under"].items():
                 for table in (site["under"], worst):
                     if RANK[outcome] > RANK.get(table.get(policy, "fine"), 0):
                         table[policy] = outcome
                     table.setdefault(policy, outcome)
-        # The aggregation makes one program of the children that run the same one ("python -c"), named by the first
-        # one's command: each child's own command line, where its record's site is one of the test's.
+        # Each child's own command line, from its records: the aggregation makes one program of the children that run
+        # the same one ("python -c"), named by the first one's command, and a program's calls by their sites.
         for record in mine:
             argv = record.get("argv")
-            place = (record.get("call"), absolute(record.get("caller"), rootdir), record.get("site"))
+            place = (record.get("call"), absolute(record.get("caller"), rootdir), call_site(record))
             if place not in sites or record.get("pid") in collected.pids or not isinstance(argv, list):
                 continue
             argvs = seen[place][1]
@@ -383,15 +385,16 @@ def _more(names: list[str], shown: int) -> str:
 # -- as text ---------------------------------------------------------------------------------------------------------
 
 
-def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = ()) -> list[str]:
+def lines(config: pytest.Config, report: dict[str, Any], ran: Mapping[str, str] | None = None) -> list[str]:
     """The section ``urandom-shim report``. Every string from a record is shown escaped. ``ran``: the tests of this
-    run (with their outcomes, when a dict), the only ones it offers to exempt (a record can name any)."""
+    run and their outcomes, the only ones it offers to exempt (a record can name any)."""
     from .._terminal import rows
     from .records import command, place, shown
 
     found = options(config)
     policy = found.policy or ""
     mode = _messages.PLUGIN_SUMMARY_REPORT_ONLY if found.report_only else ""
+    ran = ran or {}
     tests = [entry for entry in report["tests"] if entry["test"] is not None and (entry["test"] in ran or not ran)]
     out = [
         _messages.PLUGIN_SUMMARY_HEAD.format(
@@ -405,7 +408,7 @@ def lines(config: pytest.Config, report: dict[str, Any], ran: Collection[str] = 
     ]
     stopped = report.get("stopped")
     if stopped:
-        cut = sum(entry == "interrupted" for entry in ran.values()) if isinstance(ran, dict) else 0
+        cut = _cut_short(ran)
         collected = report.get("tests_collected", 0)
         out.append(
             _messages.PLUGIN_SUMMARY_STOPPED.format(
